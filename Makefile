@@ -1,0 +1,78 @@
+# family-sync: `make demo` and `make test` are the two commands a new user runs.
+SWIFT ?= swift
+PREFIX ?= /usr/local
+TOOLS := jws-verify pair-qr pair-scan merge-records peer-sync tombstone-gc
+RELEASE_BIN = $(shell $(SWIFT) build -c release --show-bin-path 2>/dev/null)
+DEBUG_BIN = $(shell $(SWIFT) build --show-bin-path 2>/dev/null)
+
+.PHONY: all build deps test-deps bench-deps demo test bench man install uninstall clean
+
+all: build
+
+# Installs the Debian packages listed in packages/*.txt that are missing (sudo when not root).
+define apt_install
+	@missing=$$(grep -hv '^\s*#' $(1) | grep . | while read p; do \
+	    dpkg-query -W -f='$${Status}\n' "$$p" 2>/dev/null | grep -q 'ok installed' || echo "$$p"; done); \
+	if [ -n "$$missing" ]; then \
+	    sudo=$$( [ "$$(id -u)" -eq 0 ] || echo sudo ); \
+	    echo "installing:" $$missing; \
+	    $$sudo apt-get update -qq && \
+	    DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
+	fi
+endef
+
+deps:
+	$(call apt_install,packages/apt-build.txt)
+
+test-deps: deps
+	$(call apt_install,packages/apt-test.txt)
+
+bench-deps: test-deps
+	$(call apt_install,packages/apt-bench.txt)
+	@test -x bench/.venv/bin/python || python3 -m venv bench/.venv
+	@bench/.venv/bin/pip install -q -r packages/pip-bench.txt
+
+build: deps
+	$(SWIFT) build -c release
+
+demo: build
+	@bash scripts/demo.sh "$(RELEASE_BIN)"
+
+test: test-deps
+	$(SWIFT) build --build-tests
+	$(SWIFT) test --skip-build
+
+bench: bench-deps build
+	@bash bench/run.sh "$(RELEASE_BIN)"
+
+# Regenerates man pages and completion scripts from the command declarations.
+man:
+	$(SWIFT) build
+	@for t in $(TOOLS); do \
+	    $(DEBUG_BIN)/$$t --generate-manpage > man/man1/$$t.1; \
+	    $(DEBUG_BIN)/$$t --generate-completion bash > completions/bash/$$t; \
+	    $(DEBUG_BIN)/$$t --generate-completion zsh > completions/zsh/_$$t; \
+	    $(DEBUG_BIN)/$$t --generate-completion fish > completions/fish/$$t.fish; \
+	done
+
+install: build
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1 $(DESTDIR)$(PREFIX)/share/man/man7 \
+	    $(DESTDIR)$(PREFIX)/share/bash-completion/completions $(DESTDIR)$(PREFIX)/share/zsh/site-functions \
+	    $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d
+	for t in $(TOOLS); do \
+	    install -m 755 $(RELEASE_BIN)/$$t $(DESTDIR)$(PREFIX)/bin/$$t; \
+	    install -m 644 man/man1/$$t.1 $(DESTDIR)$(PREFIX)/share/man/man1/$$t.1; \
+	    install -m 644 completions/bash/$$t $(DESTDIR)$(PREFIX)/share/bash-completion/completions/$$t; \
+	    install -m 644 completions/zsh/_$$t $(DESTDIR)$(PREFIX)/share/zsh/site-functions/_$$t; \
+	    install -m 644 completions/fish/$$t.fish $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d/$$t.fish; \
+	done
+	install -m 644 man/man7/family-sync.7 $(DESTDIR)$(PREFIX)/share/man/man7/family-sync.7
+
+uninstall:
+	for t in $(TOOLS); do rm -f $(DESTDIR)$(PREFIX)/bin/$$t $(DESTDIR)$(PREFIX)/share/man/man1/$$t.1 \
+	    $(DESTDIR)$(PREFIX)/share/bash-completion/completions/$$t $(DESTDIR)$(PREFIX)/share/zsh/site-functions/_$$t \
+	    $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d/$$t.fish; done
+	rm -f $(DESTDIR)$(PREFIX)/share/man/man7/family-sync.7
+
+clean:
+	$(SWIFT) package clean

@@ -1,0 +1,46 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+/// family-sync: six command-line tools around one core library.
+/// C libraries come from Debian's -dev packages through systemLibrary targets.
+let package = Package(
+    name: "family-sync",
+    products: [
+        .library(name: "FamilySync", targets: ["FamilySync", "FamilySyncCLI"]),
+        .executable(name: "jws-verify", targets: ["jws-verify"]),
+        .executable(name: "pair-qr", targets: ["pair-qr"]),
+        .executable(name: "pair-scan", targets: ["pair-scan"]),
+        .executable(name: "merge-records", targets: ["merge-records"]),
+        .executable(name: "peer-sync", targets: ["peer-sync"]),
+        .executable(name: "tombstone-gc", targets: ["tombstone-gc"]),
+    ],
+    targets: [
+        .systemLibrary(name: "COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
+        .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
+        .systemLibrary(name: "CQREncode", pkgConfig: "libqrencode", providers: [.apt(["libqrencode-dev"])]),
+        .systemLibrary(name: "CZBar", pkgConfig: "zbar", providers: [.apt(["libzbar-dev"])]),
+        .systemLibrary(name: "CPNG", pkgConfig: "libpng", providers: [.apt(["libpng-dev"])]),
+        .systemLibrary(name: "CJPEG", pkgConfig: "libjpeg", providers: [.apt(["libjpeg-dev"])]),
+
+        // The shared core: records and the LWW rule, the store, crypto, entitlement, pairing, sync.
+        .target(
+            name: "FamilySync",
+            dependencies: ["COpenSSL", "CSQLite", "CQREncode", "CZBar", "CPNG", "CJPEG"],
+            swiftSettings: [.unsafeFlags(["-Ounchecked"], .when(configuration: .release))]
+        ),
+        // Command-line support shared by the six tools; the core never imports it.
+        .target(name: "FamilySyncCLI", dependencies: ["FamilySync"]),
+
+        .executableTarget(name: "jws-verify", dependencies: ["FamilySync", "FamilySyncCLI"]),
+        .executableTarget(name: "pair-qr", dependencies: ["FamilySync", "FamilySyncCLI"]),
+        .executableTarget(name: "pair-scan", dependencies: ["FamilySync", "FamilySyncCLI"]),
+        .executableTarget(name: "merge-records", dependencies: ["FamilySync", "FamilySyncCLI"]),
+        .executableTarget(name: "peer-sync", dependencies: ["FamilySync", "FamilySyncCLI"]),
+        .executableTarget(name: "tombstone-gc", dependencies: ["FamilySync", "FamilySyncCLI"]),
+
+        .testTarget(name: "FamilySyncTests", dependencies: ["FamilySync", "FamilySyncCLI"],
+                    resources: [.copy("Vectors")]),
+        .testTarget(name: "EndToEndTests", dependencies: ["FamilySync", "FamilySyncCLI"]),
+    ],
+    swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,5 @@
+#include <stdio.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <jpeglib.h>
+#include <jerror.h>

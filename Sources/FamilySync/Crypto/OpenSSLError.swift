@@ -1,0 +1,31 @@
+import COpenSSL
+
+/// A failed OpenSSL call: the call's name and the whole error queue, drained
+/// so a later call does not report a stale error.
+public struct OpenSSLError: Error, CustomStringConvertible, Sendable {
+    public var call: String
+    public var queue: [String]
+
+    public init(_ call: String) {
+        self.call = call
+        self.queue = OpenSSLError.drain()
+    }
+
+    public var description: String {
+        queue.isEmpty ? "\(call) failed" : "\(call) failed: \(queue.joined(separator: "; "))"
+    }
+
+    /// Empties OpenSSL's thread-local error queue, returning its messages.
+    @discardableResult
+    public static func drain() -> [String] {
+        var out: [String] = []
+        while true {
+            let code = ERR_get_error()
+            if code == 0 { break }
+            var buf = [CChar](repeating: 0, count: 256)
+            ERR_error_string_n(code, &buf, buf.count)
+            out.append(String(decoding: buf.prefix(while: { $0 != 0 }).map { UInt8(bitPattern: $0) }, as: UTF8.self))
+        }
+        return out
+    }
+}

@@ -1,0 +1,92 @@
+/// The store's schema, one forward migration per version. `PRAGMA
+/// user_version` holds the version a store is at; a store from a newer build
+/// is refused rather than guessed at.
+enum Schema {
+    /// Marks a SQLite file as a family-sync store ("FSYN").
+    static let applicationID: Int32 = 0x4653_594E
+
+    /// migrations[i] takes a store from version i to version i + 1.
+    static let migrations: [String] = [
+        // Version 1.
+        """
+        -- Small facts about this store: device_id, created_at, change_seq, family_id, role, owner_device.
+        CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
+
+        -- Secret material (the family secret). Never printed; the file is 0600.
+        CREATE TABLE secrets (name TEXT PRIMARY KEY, value BLOB NOT NULL) WITHOUT ROWID;
+
+        -- Settings a user sets once: bundle_id, products, max_devices, allow_sandbox.
+        CREATE TABLE settings (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
+
+        -- Records, one row per id: the LWW winner held. `line` is the record's JSON
+        -- text as written out; `seq` is this store's change counter when the row last
+        -- changed, the cursor peers sync from. Times are milliseconds since the epoch.
+        CREATE TABLE records (
+            id TEXT PRIMARY KEY,
+            type TEXT NOT NULL,
+            modified_at INTEGER NOT NULL,
+            device_id TEXT NOT NULL,
+            deleted INTEGER NOT NULL CHECK (deleted IN (0, 1)),
+            line TEXT NOT NULL,
+            seq INTEGER NOT NULL
+        ) WITHOUT ROWID;
+        CREATE INDEX records_by_seq ON records (seq);
+        CREATE INDEX tombstones_by_time ON records (modified_at) WHERE deleted = 1;
+
+        -- Which live records name which photos, so wanted and unreferenced photos
+        -- are found without reading every record.
+        CREATE TABLE record_photos (
+            sha256 TEXT NOT NULL,
+            record_id TEXT NOT NULL,
+            PRIMARY KEY (sha256, record_id)
+        ) WITHOUT ROWID;
+        CREATE INDEX record_photos_by_record ON record_photos (record_id);
+
+        -- Photo bytes, content-addressed by lowercase SHA-256 hex.
+        CREATE TABLE photos (
+            sha256 TEXT PRIMARY KEY,
+            size INTEGER NOT NULL,
+            added_at INTEGER NOT NULL,
+            bytes BLOB NOT NULL
+        );
+
+        -- The family's devices, this one included, and what this store knows of
+        -- syncing with each: sent_seq is how far of our changes the peer has
+        -- acknowledged (a completed done handshake), recv_seq how far of theirs we hold.
+        CREATE TABLE devices (
+            device_id TEXT PRIMARY KEY,
+            role TEXT NOT NULL CHECK (role IN ('owner', 'member')),
+            name TEXT,
+            joined_at INTEGER NOT NULL,
+            revoked_at INTEGER,
+            last_addr TEXT,
+            last_synced_at INTEGER,
+            sent_seq INTEGER NOT NULL DEFAULT 0,
+            recv_seq INTEGER NOT NULL DEFAULT 0
+        ) WITHOUT ROWID;
+
+        -- One-time pairing offers this store (the owner's) has made.
+        CREATE TABLE offers (
+            nonce TEXT PRIMARY KEY,
+            created_at INTEGER NOT NULL,
+            expires_at INTEGER NOT NULL,
+            addr TEXT,
+            used_at INTEGER,
+            used_by TEXT,
+            closed_at INTEGER
+        ) WITHOUT ROWID;
+
+        -- Entitlement proofs (compact JWS) this store keeps.
+        CREATE TABLE proofs (
+            id INTEGER PRIMARY KEY,
+            jws TEXT NOT NULL UNIQUE,
+            source TEXT NOT NULL,
+            saved_at INTEGER NOT NULL,
+            signed_at INTEGER,
+            expires_at INTEGER
+        );
+        """,
+    ]
+
+    static var currentVersion: Int32 { Int32(migrations.count) }
+}

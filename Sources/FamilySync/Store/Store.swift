@@ -1,0 +1,171 @@
+import CSQLite
+import Foundation
+
+/// A device's store: one SQLite file in WAL mode holding records, photos,
+/// the family, peers, offers and proofs. Every write is one transaction.
+/// Not Sendable: open one Store per thread or process.
+public final class Store {
+    public let path: String
+    public let db: Database
+
+    /// Opens the store at `path`, creating it (0600) on first use. A file that
+    /// is not a family-sync store, or a store from a newer version, is refused
+    /// and left byte-for-byte as it was.
+    public init(path: String, create: Bool = true) throws {
+        self.path = path
+        let existing = try Store.inspect(path: path, create: create)
+        if !existing { try Store.createFile(path: path) }
+        do {
+            db = try Database(path: path)
+        } catch let e as SQLiteError {
+            throw ToolError(.ioError, "cannot open store \(path): \(e.message)")
+        }
+        try db.execute("PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;")
+        try migrate()
+    }
+
+    /// The store path from `--db`, else `$FAMILY_SYNC_DB`, else the per-user
+    /// data directory (`$XDG_DATA_HOME/family-sync/store.db`).
+    public static func defaultPath(environment env: [String: String] = ProcessInfo.processInfo.environment) -> String {
+        if let p = env["FAMILY_SYNC_DB"], !p.isEmpty { return p }
+        let base: String
+        if let x = env["XDG_DATA_HOME"], x.hasPrefix("/") { base = x }
+        else { base = (env["HOME"] ?? NSHomeDirectory()) + "/.local/share" }
+        return base + "/family-sync/store.db"
+    }
+
+    /// Checks an existing file without writing to it. Returns whether it exists.
+    private static func inspect(path: String, create: Bool) throws -> Bool {
+        var st = stat()
+        if stat(path, &st) != 0 {
+            guard errno == ENOENT else { throw ToolError(.ioError, "cannot read store \(path): \(String(cString: strerror(errno)))") }
+            guard create else { throw ToolError(.noInput, "no store at \(path)") }
+            return false
+        }
+        guard st.st_mode & S_IFMT == S_IFREG else { throw ToolError(.dataError, "\(path) is not a family-sync store (not a regular file)") }
+        if st.st_size == 0 { return true }
+        // Read the header and the two header fields we care about straight from the file,
+        // so nothing (not even a WAL switch) touches a file we refuse.
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw ToolError(.ioError, "cannot read store \(path): \(String(cString: strerror(errno)))") }
+        defer { close(fd) }
+        var header = [UInt8](repeating: 0, count: 100)
+        let n = read(fd, &header, 100)
+        let magic = Array("SQLite format 3\0".utf8)
+        guard n == 100, Array(header[0..<16]) == magic else {
+            throw ToolError(.dataError, "\(path) is not a family-sync store (not an SQLite database)")
+        }
+        func be32(_ at: Int) -> Int32 { Int32(bitPattern: UInt32(header[at]) << 24 | UInt32(header[at + 1]) << 16 | UInt32(header[at + 2]) << 8 | UInt32(header[at + 3])) }
+        let userVersion = be32(60), appID = be32(68)
+        if appID == 0 && userVersion == 0 {
+            // An SQLite file with no schema of ours yet: only an empty one may become a store.
+            let db = try Database(path: path, flags: SQLITE_OPEN_READONLY)
+            let tables = try db.scalarInt("SELECT count(*) FROM sqlite_schema") ?? 0
+            guard tables == 0 else { throw ToolError(.dataError, "\(path) is not a family-sync store (an SQLite database of something else)") }
+            return true
+        }
+        guard appID == Schema.applicationID else {
+            throw ToolError(.dataError, "\(path) is not a family-sync store (an SQLite database of something else)")
+        }
+        guard userVersion <= Schema.currentVersion else {
+            throw ToolError(.dataError, "\(path) was written by a newer family-sync (store version \(userVersion); this one knows up to \(Schema.currentVersion)); upgrade family-sync to use it")
+        }
+        return true
+    }
+
+    /// Creates the store file with mode 0600 (and its folder with 0700) before
+    /// SQLite opens it; SQLite gives its -wal and -shm files the same mode.
+    private static func createFile(path: String) throws {
+        let dir = (path as NSString).deletingLastPathComponent
+        if !dir.isEmpty, !FileManager.default.fileExists(atPath: dir) {
+            do {
+                try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+            } catch {
+                throw ToolError(.ioError, "cannot create folder \(dir) for the store: \(error.localizedDescription)")
+            }
+        }
+        let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        if fd < 0 {
+            if errno == EEXIST { return }  // another process created it first
+            throw ToolError(.ioError, "cannot create store \(path): \(String(cString: strerror(errno)))")
+        }
+        fchmod(fd, 0o600)
+        close(fd)
+    }
+
+    private func migrate() throws {
+        let version = Int32(try db.scalarInt("PRAGMA user_version") ?? 0)
+        if version == Schema.currentVersion { return }
+        try db.transaction {
+            // Re-read inside the write lock: another process may have migrated meanwhile.
+            let v = Int32(try db.scalarInt("PRAGMA user_version") ?? 0)
+            guard v < Schema.currentVersion else { return }
+            for i in Int(v)..<Schema.migrations.count { try db.execute(Schema.migrations[i]) }
+            if v == 0 {
+                try db.run("INSERT INTO meta (key, value) VALUES ('device_id', ?), ('created_at', ?), ('change_seq', '0')",
+                           [.text(try randomUUID()), .text(Timestamp.current().rfc3339)])
+            }
+            try db.execute("PRAGMA application_id = \(Schema.applicationID); PRAGMA user_version = \(Schema.currentVersion)")
+        }
+    }
+
+    // MARK: Identity and small values
+
+    /// This device's identity, a random UUID made when the store was created.
+    public var deviceID: String {
+        get throws {
+            guard let id = try meta("device_id") else { throw ToolError(.dataError, "store \(path) has no device identity") }
+            return id
+        }
+    }
+
+    public func meta(_ key: String) throws -> String? {
+        try db.scalarText("SELECT value FROM meta WHERE key = ?", [.text(key)])
+    }
+    public func setMeta(_ key: String, _ value: String?) throws {
+        if let value {
+            try db.run("INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value", [.text(key), .text(value)])
+        } else {
+            try db.run("DELETE FROM meta WHERE key = ?", [.text(key)])
+        }
+    }
+
+    public func setting(_ key: String) throws -> String? {
+        try db.scalarText("SELECT value FROM settings WHERE key = ?", [.text(key)])
+    }
+    public func setSetting(_ key: String, _ value: String?) throws {
+        if let value {
+            try db.run("INSERT INTO settings (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value", [.text(key), .text(value)])
+        } else {
+            try db.run("DELETE FROM settings WHERE key = ?", [.text(key)])
+        }
+    }
+
+    /// Secret material; callers must never print or log it.
+    public func secret(_ name: String) throws -> [UInt8]? {
+        let s = try db.prepare("SELECT value FROM secrets WHERE name = ?")
+        try s.bind([.text(name)])
+        defer { s.reset() }
+        return try s.step() ? s.blob(0) : nil
+    }
+    public func setSecret(_ name: String, _ value: [UInt8]) throws {
+        try db.run("INSERT INTO secrets (name, value) VALUES (?, ?) ON CONFLICT(name) DO UPDATE SET value = excluded.value", [.text(name), .blob(value)])
+    }
+
+    /// Takes the next value of the store's change counter. Call inside a transaction.
+    public func nextChangeSeq(count: Int64 = 1) throws -> Int64 {
+        let cur = Int64(try meta("change_seq") ?? "0") ?? 0
+        try setMeta("change_seq", String(cur + count))
+        return cur + 1
+    }
+
+    /// Runs `body` as one write transaction.
+    public func write<T>(_ body: () throws -> T) throws -> T {
+        try db.transaction(body)
+    }
+
+    /// `PRAGMA integrity_check`: "ok" for a sound store.
+    public func integrityCheck() throws -> String {
+        try db.scalarText("PRAGMA integrity_check") ?? "no answer"
+    }
+}

@@ -1,0 +1,125 @@
+import Foundation
+
+/// Reads lines from a file or standard input in large chunks, for NDJSON and
+/// JWS batches. Lines longer than `maxLineBytes` are reported, not buffered
+/// without bound: the reader skips to the next newline and hands back a
+/// marker, so hostile input costs bounded memory.
+public final class LineReader {
+    public enum Line {
+        case text(UnsafeRawBufferPointer)
+        /// The line was longer than the limit; its bytes were skipped.
+        case tooLong(Int)
+    }
+
+    public let name: String
+    private let fd: Int32
+    private let ownsFD: Bool
+    private var buf: UnsafeMutableRawBufferPointer
+    private var start = 0, end = 0
+    private var eof = false
+    public let maxLineBytes: Int
+    /// The 1-based number of the line last returned.
+    public private(set) var lineNumber = 0
+
+    /// Opens `path` ("-" for standard input). A missing file is `noInput` (66).
+    public init(path: String, maxLineBytes: Int) throws {
+        if path == "-" {
+            fd = 0
+            ownsFD = false
+            name = "<stdin>"
+        } else {
+            let f = open(path, O_RDONLY | O_CLOEXEC)
+            guard f >= 0 else {
+                let e = errno
+                throw ToolError(e == ENOENT || e == ENOTDIR || e == EACCES ? .noInput : .ioError, "\(path): \(String(cString: strerror(e)))")
+            }
+            var st = stat()
+            if fstat(f, &st) == 0, st.st_mode & S_IFMT == S_IFDIR {
+                close(f)
+                throw ToolError(.noInput, "\(path): is a directory")
+            }
+            fd = f
+            ownsFD = true
+            name = path
+        }
+        self.maxLineBytes = maxLineBytes
+        buf = .allocate(byteCount: max(1 << 20, maxLineBytes + 1), alignment: 16)
+    }
+
+    deinit {
+        buf.deallocate()
+        if ownsFD { close(fd) }
+    }
+
+    private func fill() throws {
+        if start > 0 {
+            if end > start { buf.baseAddress!.copyMemory(from: buf.baseAddress! + start, byteCount: end - start) }
+            end -= start
+            start = 0
+        }
+        while end < buf.count {
+            let n = read(fd, buf.baseAddress! + end, buf.count - end)
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw ToolError(.ioError, "\(name): read error: \(String(cString: strerror(errno)))")
+            }
+            if n == 0 { eof = true; return }
+            end += n
+            return
+        }
+    }
+
+    /// The next line without its newline (and without a trailing CR), or nil
+    /// at end of input. The bytes are valid until the next call.
+    public func next() throws -> Line? {
+        var scanFrom = start
+        while true {
+            if let nl = memchrIndex(from: scanFrom) {
+                lineNumber += 1
+                var stop = nl
+                if stop > start, buf[stop - 1] == 0x0D { stop -= 1 }
+                let line = UnsafeRawBufferPointer(rebasing: buf[start..<stop])
+                start = nl + 1
+                if stop - line.startIndex > maxLineBytes { return .tooLong(stop - line.startIndex) }
+                return .text(line)
+            }
+            if eof {
+                guard end > start else { return nil }
+                lineNumber += 1
+                var stop = end
+                if buf[stop - 1] == 0x0D { stop -= 1 }
+                let line = UnsafeRawBufferPointer(rebasing: buf[start..<stop])
+                start = end
+                if line.count > maxLineBytes { return .tooLong(line.count) }
+                return .text(line)
+            }
+            if end - start > maxLineBytes {
+                // Skip the rest of this overlong line.
+                var skipped = end - start
+                start = end
+                while true {
+                    try fill()
+                    if let nl = memchrIndex(from: start) {
+                        skipped += nl - start
+                        start = nl + 1
+                        break
+                    }
+                    skipped += end - start
+                    start = end
+                    if eof { break }
+                }
+                lineNumber += 1
+                return .tooLong(skipped)
+            }
+            let scanned = end - start
+            try fill()
+            scanFrom = start + scanned
+        }
+    }
+
+    private func memchrIndex(from i: Int) -> Int? {
+        guard i < end else { return nil }
+        guard let p = memchr(buf.baseAddress! + i, 0x0A, end - i) else { return nil }
+        return buf.baseAddress!.distance(to: UnsafeMutableRawPointer(p))
+    }
+}

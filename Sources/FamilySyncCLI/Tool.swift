@@ -1,0 +1,118 @@
+import Foundation
+import FamilySync
+
+/// What a tool's body gets: its parsed arguments, stdout, the clock, the
+/// store, and a way to say things on stderr.
+public final class ToolContext {
+    public let name: String
+    public let args: ParsedArguments
+    public let out = OutputStream.stdout
+    /// The current time: `--now` if given, else the system clock.
+    public let now: Timestamp
+    public let quiet: Bool
+    private var openedStore: Store?
+
+    init(name: String, args: ParsedArguments) throws {
+        self.name = name
+        self.args = args
+        self.now = try args.timestamp("now") ?? Timestamp.current()
+        self.quiet = args.flag("quiet")
+    }
+
+    /// The store path from `--db`, `$FAMILY_SYNC_DB` or the per-user default.
+    public var storePath: String { args.value("db") ?? Store.defaultPath() }
+
+    /// Opens (creating on first use) the store, once.
+    public func store(create: Bool = true) throws -> Store {
+        if let s = openedStore { return s }
+        let s = try Store(path: storePath, create: create)
+        openedStore = s
+        return s
+    }
+
+    /// A diagnostic on stderr as `tool: message`.
+    public func warn(_ message: String) {
+        FileHandle.standardError.write(Data("\(name): \(message)\n".utf8))
+    }
+
+    /// Progress goes to stderr only when it is a terminal and not `--quiet`.
+    public var showsProgress: Bool { !quiet && isatty(2) == 1 }
+
+    public func progress(_ message: String) {
+        guard showsProgress else { return }
+        FileHandle.standardError.write(Data("\r\u{1B}[K\(name): \(message)".utf8))
+    }
+
+    public func endProgress() {
+        guard showsProgress else { return }
+        FileHandle.standardError.write(Data("\r\u{1B}[K".utf8))
+    }
+}
+
+/// Runs a tool: parses arguments, answers --help/--version and the generator
+/// switches, runs the body, maps errors to the exit table, and makes sure a
+/// failed stdout write is an error.
+public enum Tool {
+    public static func main(_ spec: CommandSpec, arguments: [String] = Array(CommandLine.arguments.dropFirst()),
+                            _ body: (ToolContext) throws -> ExitStatus) -> Never {
+        signal(SIGPIPE, SIG_IGN)
+        let status = run(spec, arguments: arguments, body)
+        exit(status.rawValue)
+    }
+
+    static func run(_ spec: CommandSpec, arguments: [String], _ body: (ToolContext) throws -> ExitStatus) -> ExitStatus {
+        let name = spec.name
+        let out = OutputStream.stdout
+        func say(_ m: String) { FileHandle.standardError.write(Data("\(name): \(m)\n".utf8)) }
+        var parsed: ParsedArguments?
+        do {
+            let args = try ArgumentParser.parse(arguments, spec: spec)
+            parsed = args
+            if args.flag("help") {
+                try out.write(HelpText.render(args.spec, path: args.commandPath))
+            } else if args.flag("version") {
+                try out.write("\(name) (family-sync) \(FamilySyncInfo.version)\n")
+            } else if args.isSet("generate-manpage") {
+                try out.write(ManPage.render(spec))
+            } else if let shell = args.value("generate-completion") {
+                try out.write(Completions.render(spec, shell: shell) ?? "")
+            } else {
+                let ctx = try ToolContext(name: name, args: args)
+                let status = try body(ctx)
+                try out.flush()
+                return status
+            }
+            try out.flush()
+            return .success
+        } catch let e as ToolError {
+            // Whatever was written before the failure still goes out, if it can.
+            try? out.flush()
+            say(e.message)
+            if e.status == .usage {
+                let path = parsed?.commandPath ?? [name]
+                let s = parsed?.spec ?? spec
+                FileHandle.standardError.write(Data("Usage: \(HelpText.usageLine(s, path: path))\n  See '\(path.joined(separator: " ")) --help'.\n".utf8))
+            }
+            return e.status
+        } catch let e as SQLiteError {
+            try? out.flush()
+            let status = classify(e)
+            say("store: \(e.description)")
+            return status
+        } catch {
+            try? out.flush()
+            say("\(error)")
+            return .software
+        }
+    }
+
+    /// Maps an SQLite failure to the exit table.
+    static func classify(_ e: SQLiteError) -> ExitStatus {
+        if e.isBusy { return .tempFail }
+        if e.isNotADatabase { return .dataError }
+        switch e.code & 0xFF {
+        case 10, 13, 14, 8: return .ioError  // IOERR, FULL, CANTOPEN, READONLY
+        default: return .software
+        }
+    }
+}

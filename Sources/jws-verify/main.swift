@@ -1,0 +1,3 @@
+import FamilySyncCLI
+
+Tool.main(JWSVerifyCommand.spec, JWSVerifyCommand.run)

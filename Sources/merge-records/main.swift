@@ -1,0 +1,3 @@
+import FamilySyncCLI
+
+Tool.main(MergeRecordsCommand.spec, MergeRecordsCommand.run)

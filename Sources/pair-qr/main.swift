@@ -1,0 +1,3 @@
+import FamilySyncCLI
+
+Tool.main(PairQRCommand.spec, PairQRCommand.run)

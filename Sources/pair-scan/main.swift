@@ -1,0 +1,3 @@
+import FamilySyncCLI
+
+Tool.main(PairScanCommand.spec, PairScanCommand.run)

@@ -1,0 +1,3 @@
+import FamilySyncCLI
+
+Tool.main(PeerSyncCommand.spec, PeerSyncCommand.run)

@@ -1,0 +1,3 @@
+import FamilySyncCLI
+
+Tool.main(TombstoneGCCommand.spec, TombstoneGCCommand.run)
