@@ -27,4 +27,8 @@ static inline int fs_sk_X509_num(const STACK_OF(X509) *sk) { return sk_X509_num(
 static inline STACK_OF(X509) *fs_sk_X509_new_null(void) { return sk_X509_new_null(); }
 static inline int fs_sk_X509_push(STACK_OF(X509) *sk, X509 *x) { return sk_X509_push(sk, x); }
 static inline void fs_sk_X509_free(STACK_OF(X509) *sk) { sk_X509_free(sk); }
+static inline long fs_SSL_CTX_set_mode(SSL_CTX *ctx, long mode) { return SSL_CTX_set_mode(ctx, mode); }
+static inline long fs_SSL_CTX_set_session_cache_mode(SSL_CTX *ctx, long mode) { return SSL_CTX_set_session_cache_mode(ctx, mode); }
+static inline uint64_t fs_SSL_OP_NO_TICKET(void) { return SSL_OP_NO_TICKET; }
+static inline uint64_t fs_SSL_OP_ALLOW_NO_DHE_KEX(void) { return SSL_OP_ALLOW_NO_DHE_KEX; }
 #endif

@@ -1,14 +1,364 @@
+import Foundation
 import FamilySync
 
 public enum PeerSyncCommand {
+    static let waveTimeout = OptionSpec("wave-timeout", valueName: "DURATION",
+        help: "Stop waiting for a wave of photo replies after this long without one; what is missing counts as unavailable and is asked for again next time.",
+        default: SyncLimits.defaultWaveTimeout.description)
+    static let events = OptionSpec("events", valueName: "PATH",
+        help: "Append progress events to PATH as NDJSON (one object per line, with 'event' and 'time'), for scripts.",
+        completion: .file)
+    static let wait = OptionSpec("wait", valueName: "DURATION",
+        help: "Keep retrying a busy peer, with backoff, this long before giving up with status 75.",
+        default: SyncLimits.defaultBusyWait.description)
+    /// Fault injection for tests only: hidden from help, man page and completions.
+    static let faultSkipPhotoReplies = OptionSpec.flag("fault-inject-skip-photo-replies",
+        help: "Fault injection for tests: drop photo requests without any reply.", hidden: true)
+
+    static let serve = CommandSpec(
+        name: "serve",
+        abstract: "Accept peers, one session at a time",
+        discussion: """
+        Listens for paired devices and syncs with one at a time. A device that \
+        connects while a session runs gets an explicit busy reply (its connect \
+        retries). Pairing joins are accepted for this store's open offers (see \
+        pair-qr(1)): the offer's nonce is consumed in the same transaction that \
+        admits the device. Each session's JSON summary is printed on standard \
+        output as one line. Runs until interrupted, or with --once until the first session ends.
+        """,
+        options: [CommonOptions.db,
+                  OptionSpec("listen", valueName: "HOST:PORT", help: "The address to listen on; port 0 picks a free port (see the 'listening' event).",
+                             default: "0.0.0.0:\(SyncLimits.defaultPort)"),
+                  .flag("once", help: "Exit after the first session (not after a refusal or a busy reply), with that session's status."),
+                  waveTimeout, events, CommonOptions.now, CommonOptions.quiet, faultSkipPhotoReplies],
+        examples: [Example("Serve the owner's device on the default port:", "peer-sync serve --db owner.db")]
+    )
+
+    static let join = CommandSpec(
+        name: "join",
+        abstract: "Redeem a pairing offer and run a first sync",
+        discussion: """
+        Reads a pairing offer (pair-scan(1)'s JSON, or the offer text) and \
+        redeems it with the owner's device, at the offer's address unless \
+        --connect names another. On success the store receives the family, its \
+        key, this device's own key, the member list, the owner's proof and the \
+        revocation list, and a first sync follows on the same connection. A \
+        used, expired or unknown offer, or a full family, is refused with \
+        status 77 and the reason, and the store receives nothing.
+        """,
+        options: [CommonOptions.db,
+                  OptionSpec("connect", valueName: "HOST:PORT", help: "Where the owner's device listens, when the offer carries no address or another one is right."),
+                  wait, waveTimeout, events, CommonOptions.now, CommonOptions.quiet],
+        arguments: [ArgumentSpec("OFFER", help: "A file holding the offer (JSON or text), or - for standard input.", default: "-")],
+        examples: [Example("Scan the owner's QR code and join:", "pair-scan pair.png | peer-sync join --db kid.db")]
+    )
+
+    static let connect = CommandSpec(
+        name: "connect",
+        abstract: "Sync once with a paired device",
+        discussion: """
+        Runs one sync session with the device at HOST:PORT. Without an \
+        address it tries the peers this store has reached before, at their \
+        last known addresses, most recent first, until one session completes: \
+        the Sync Now button, and the pass at launch. A busy peer is retried \
+        with backoff until --wait runs out (then status 75). Nobody listening \
+        is status 69, never a silent hang.
+        """,
+        options: [CommonOptions.db, wait, waveTimeout, events, CommonOptions.now, CommonOptions.quiet, faultSkipPhotoReplies],
+        arguments: [ArgumentSpec("HOST:PORT", help: "The peer's address.", default: "the known peers in turn", completion: .none)],
+        examples: [Example("Sync now with the owner's device:", "peer-sync connect --db kid.db owner.local:7433"),
+                   Example("Sync with whichever known peer answers:", "peer-sync connect --db kid.db")]
+    )
+
+    static let revoke = CommandSpec(
+        name: "revoke",
+        abstract: "Revoke a device from the family (owner only)",
+        discussion: """
+        Marks DEVICE as revoked and moves the family to a fresh family key, so \
+        the revoked device can no longer derive any key a current member \
+        accepts; its place in the family is freed. The new key and the \
+        revocation list reach the other devices on their next contact with the \
+        owner's device (and spread between members from there). When the \
+        revoked device next reaches the owner's device it is told so on an \
+        authenticated session and drops to free.
+        """,
+        options: [CommonOptions.db, CommonOptions.now],
+        arguments: [ArgumentSpec("DEVICE", help: "The device ID, or a unique prefix of it (4 characters or more).", optional: false, completion: .none)],
+        examples: [Example("Revoke a lost phone:", "peer-sync revoke --db owner.db 7F3A")]
+    )
+
+    static let status = CommandSpec(
+        name: "status",
+        abstract: "Show the family, its devices and sync state",
+        discussion: """
+        Prints one JSON object: this device, the family and this device's \
+        role, the family key's epoch, every device with when it was last \
+        synced and its cursors, the proof state, and the photos still wanted.
+        """,
+        options: [CommonOptions.db, CommonOptions.now],
+        examples: [Example("Which devices have synced lately?", "peer-sync status --db owner.db | jq '.devices[] | {device, lastSynced}'")]
+    )
+
     public static let spec = CommandSpec(
         name: "peer-sync",
         abstract: "Sync with one paired device at a time over TLS on the local network",
-        options: [CommonOptions.db, CommonOptions.now, CommonOptions.quiet],
-        seeAlso: AllTools.seeAlso(except: "peer-sync")
+        discussion: """
+        Devices of a family sync one-to-one over TCP and TLS 1.3 with an \
+        external pre-shared key and (EC)DHE: records in bounded batches from \
+        per-peer cursors, merged by last-writer-wins, and photos in waves of \
+        20, each request answered with the bytes or an explicit unavailable. \
+        A session ends with a done handshake; only then do cursors and last \
+        synced move. There is no plaintext mode.
+
+        The owner's device serves; members join with a pairing offer, then \
+        connect. A family holds at most four devices by default (the store \
+        setting max_devices); revoking one frees its place.
+
+        Standard output carries one JSON summary per session: records \
+        sent, received, applied and clamped; photos sent, received, \
+        unavailable and still wanted; bytes; duration; clock skew; last \
+        synced; the record-state digests of both sides. Progress goes to \
+        standard error when it is a terminal, and to --events as NDJSON.
+        """,
+        subcommands: [serve, join, connect, revoke, status],
+        seeAlso: AllTools.seeAlso(except: "peer-sync"),
+        extraSections: [
+            ("Security", """
+            Pairing proves the offer's one-time nonce (the PSK is derived from \
+            it); the nonce never crosses the network. Sessions between the \
+            owner's device and a member use a key the owner issued to that \
+            member at pairing; sessions between members use the family key. \
+            Revoking a device moves the family to a new family key, which the \
+            owner hands only to devices that are not revoked, over sessions \
+            authenticated by their own keys: a revoked device keeps no key any \
+            current device accepts. Keys live in the store (mode 0600) and are \
+            never printed. The wire protocol is described in docs/protocol.md.
+            """),
+        ]
     )
 
     public static func run(_ ctx: ToolContext) throws -> ExitStatus {
-        try AllTools.notImplemented(ctx)
+        switch ctx.args.commandPath.last {
+        case "serve": return try runServe(ctx)
+        case "join": return try runJoin(ctx)
+        case "connect": return try runConnect(ctx)
+        case "revoke": return try runRevoke(ctx)
+        case "status": return try runStatus(ctx)
+        default: throw ToolError.usage("missing command (one of: serve, join, connect, revoke, status)")
+        }
+    }
+
+    // MARK: Shared plumbing
+
+    static func options(_ ctx: ToolContext) throws -> SyncOptions {
+        var faults: SyncFaults = []
+        if ctx.args.flag(faultSkipPhotoReplies.long) { faults.insert(.skipPhotoReplies) }
+        return SyncOptions(waveTimeout: try ctx.args.timeSpan("wave-timeout", default: SyncLimits.defaultWaveTimeout), faults: faults)
+    }
+
+    static func address(_ text: String, option: String) throws -> HostPort {
+        guard let a = HostPort(parsing: text) else { throw ToolError.usage("\(option): '\(text)' is not HOST:PORT") }
+        return a
+    }
+
+    /// Events to --events as NDJSON, progress to a terminal, warnings to stderr.
+    static func observer(_ ctx: ToolContext) throws -> (SyncObserver, EventLog?) {
+        let log = try ctx.args.value("events").map { try EventLog(path: $0) }
+        let obs: SyncObserver = { e in
+            log?.write(e.json(time: Timestamp.current()))
+            switch e.name {
+            case "progress", "phase", "wave", "listening", "session", "busy":
+                ctx.progress(e.line)
+            case "clock-skew":
+                let ms = e.fields.first { $0.0 == "ms" }?.1.int64Value ?? 0
+                ctx.endProgress()
+                ctx.warn("the peer's clock is \(describe(ms: abs(ms))) \(ms > 0 ? "ahead of" : "behind") this device's; its future times are clamped")
+            case "warning":
+                ctx.endProgress()
+                ctx.warn(e.fields.first { $0.0 == "message" }?.1.stringValue ?? "warning")
+            default:
+                break
+            }
+        }
+        return (obs, log)
+    }
+
+    static func describe(ms: Int64) -> String {
+        let s = ms / 1000
+        if s >= 86400 { return "\(s / 86400) days" }
+        if s >= 3600 { return "\(s / 3600) hours" }
+        if s >= 60 { return "\(s / 60) minutes" }
+        return "\(s) seconds"
+    }
+
+    /// Turns SIGINT and SIGTERM into a stop request: the server stops
+    /// accepting and a running session ends without moving any cursor.
+    static func installStopHandlers() {
+        signal(SIGINT) { _ in SyncStop.request() }
+        signal(SIGTERM) { _ in SyncStop.request() }
+    }
+
+    // MARK: serve
+
+    static func runServe(_ ctx: ToolContext) throws -> ExitStatus {
+        let listen = try address(ctx.args.value("listen") ?? "0.0.0.0:\(SyncLimits.defaultPort)", option: "--listen")
+        let opts = try options(ctx)
+        let store = try ctx.store()
+        let (obs, _) = try observer(ctx)
+        installStopHandlers()
+        let server = try SyncServer(store: store, options: opts, now: ctx.now, observer: obs)
+        let status = try server.run(listen: listen, once: ctx.args.flag("once")) { result in
+            ctx.endProgress()
+            switch result {
+            case let .success(summary):
+                try ctx.out.writeLine(summary.json)
+                try ctx.out.flush()
+            case let .failure(e):
+                ctx.warn(e.message)
+            }
+        }
+        ctx.endProgress()
+        return status
+    }
+
+    // MARK: join
+
+    static func runJoin(_ ctx: ToolContext) throws -> ExitStatus {
+        let source = ctx.args.argument("OFFER") ?? "-"
+        let text: String
+        if source == "-" {
+            text = String(decoding: FileHandle.standardInput.readData(ofLength: OfferInput.maxBytes + 1), as: UTF8.self)
+        } else {
+            guard let d = FileManager.default.contents(atPath: source) else { throw ToolError.noInput("\(source): cannot read the offer") }
+            text = String(decoding: d.prefix(OfferInput.maxBytes + 1), as: UTF8.self)
+        }
+        let offer = try OfferInput.parse(text, source: source == "-" ? "<stdin>" : source)
+        if offer.expiresAt <= ctx.now {
+            throw ToolError(.noPermission, "offer expired at \(offer.expiresAt.rfc3339); ask the owner for a new one")
+        }
+        let target: HostPort
+        if let c = ctx.args.value("connect") {
+            target = try address(c, option: "--connect")
+        } else if let a = offer.address, let hp = HostPort(parsing: a) {
+            target = hp
+        } else {
+            throw ToolError.usage("the offer carries no address: give --connect HOST:PORT")
+        }
+        let opts = try options(ctx)
+        let wait = try ctx.args.timeSpan("wait", default: SyncLimits.defaultBusyWait)
+        let store = try ctx.store()
+        let (obs, _) = try observer(ctx)
+        installStopHandlers()
+        let client = try SyncClient(store: store, options: opts, now: ctx.now, observer: obs)
+        defer { ctx.endProgress() }
+        let summary = try client.join(offer: offer, at: target, wait: wait)
+        ctx.endProgress()
+        try ctx.out.writeLine(summary.json)
+        return .success
+    }
+
+    // MARK: connect
+
+    static func runConnect(_ ctx: ToolContext) throws -> ExitStatus {
+        let target = try ctx.args.argument("HOST:PORT").map { try address($0, option: "HOST:PORT") }
+        let opts = try options(ctx)
+        let wait = try ctx.args.timeSpan("wait", default: SyncLimits.defaultBusyWait)
+        let store = try ctx.store()
+        let (obs, _) = try observer(ctx)
+        installStopHandlers()
+        let client = try SyncClient(store: store, options: opts, now: ctx.now, observer: obs)
+        defer { ctx.endProgress() }
+        let summary = try target.map { try client.sync(with: $0, wait: wait) } ?? client.syncNow(wait: wait)
+        ctx.endProgress()
+        try ctx.out.writeLine(summary.json)
+        return .success
+    }
+
+    // MARK: revoke
+
+    static func runRevoke(_ ctx: ToolContext) throws -> ExitStatus {
+        let store = try ctx.store()
+        guard let fam = try store.family() else { throw ToolError(.usage, "this store belongs to no family") }
+        guard fam.role == .owner else {
+            throw ToolError(.noPermission, "this store is a member of family \(fam.id); only the owner's device revokes devices")
+        }
+        let wanted = (ctx.args.argument("DEVICE") ?? "").uppercased()
+        guard wanted.utf8.count >= 4 else { throw ToolError.usage("DEVICE: give the device ID or at least 4 of its first characters") }
+        let me = try store.deviceID
+        let matches = try store.devices().filter { $0.deviceID.hasPrefix(wanted) }
+        guard !matches.isEmpty else { throw ToolError(.dataError, "DEVICE: no device of this family starts with '\(wanted)'") }
+        guard matches.count == 1 else {
+            throw ToolError.usage("DEVICE: '\(wanted)' matches \(matches.count) devices (\(matches.map(\.deviceID).joined(separator: ", "))); give more of it")
+        }
+        let dev = matches[0]
+        guard dev.deviceID != me else { throw ToolError.usage("DEVICE: the owner's own device cannot be revoked") }
+        let already = dev.revokedAt != nil
+        let epoch = try store.write { () -> Int64 in
+            if already { return try store.familyEpoch }
+            return try store.revokeDeviceInTransaction(dev.deviceID, now: ctx.now)
+        }
+        let after = try store.device(dev.deviceID)
+        try ctx.out.writeLine(.object([
+            ("revoked", .string(dev.deviceID)), ("revokedAt", after?.revokedAt.map { .string($0.rfc3339) } ?? .null),
+            ("alreadyRevoked", .bool(already)), ("epoch", .int(epoch)),
+            ("devices", .int(try store.activeDeviceCount())), ("maxDevices", .int(try store.maxDevices)),
+        ]))
+        return .success
+    }
+
+    // MARK: status
+
+    static func runStatus(_ ctx: ToolContext) throws -> ExitStatus {
+        let store = try ctx.store()
+        let me = try store.deviceID
+        let fam = try store.family()
+        let devices = try store.devices().map { d -> JSONValue in
+            .object([("device", .string(d.deviceID)), ("role", .string(d.role.rawValue)), ("self", .bool(d.deviceID == me)),
+                     ("joinedAt", .string(d.joinedAt.rfc3339)), ("revokedAt", d.revokedAt.map { .string($0.rfc3339) } ?? .null),
+                     ("lastAddress", .optional(d.lastAddress)), ("lastSynced", d.lastSyncedAt.map { .string($0.rfc3339) } ?? .null),
+                     ("sentSeq", .int(d.sentSeq)), ("recvSeq", .int(d.recvSeq))])
+        }
+        let maxDevices: Int = fam?.role == .member ? Int(try store.meta("family_max_devices") ?? "") ?? Store.defaultMaxDevices : try store.maxDevices
+        let records = try store.db.scalarInt("SELECT count(*) FROM records") ?? 0
+        let photos = try store.db.scalarInt("SELECT count(*) FROM photos") ?? 0
+        try ctx.out.writeLine(.object([
+            ("device", .string(me)),
+            ("family", .optional(fam?.id)), ("role", .optional(fam?.role.rawValue)), ("owner", .optional(fam?.ownerDevice)),
+            ("epoch", .int(try store.familyEpoch)), ("revoked", .bool(try store.isSelfRevoked)),
+            ("maxDevices", .int(maxDevices)), ("activeDevices", .int(try store.activeDeviceCount())),
+            ("devices", .array(devices)),
+            ("proof", try SyncStatus.proofState(store, now: ctx.now)),
+            ("records", .int(records)), ("changeSeq", .int(try store.currentChangeSeq)),
+            ("photos", .object([("held", .int(photos)), ("wanted", .int(try store.wantedPhotoCount()))])),
+        ]))
+        return .success
+    }
+}
+
+/// An append-only NDJSON event log (`--events`). Each event is one write(2)
+/// of one line, so a script tailing the file never sees half an event.
+final class EventLog {
+    private let fd: Int32
+    let path: String
+
+    init(path: String) throws {
+        self.path = path
+        fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o644)
+        guard fd >= 0 else { throw ToolError.io("--events: cannot open \(path): \(String(cString: strerror(errno)))") }
+    }
+
+    deinit { close(fd) }
+
+    func write(_ v: JSONValue) {
+        var line = v.serialized
+        line += "\n"
+        line.withUTF8 { b in
+            var off = 0
+            while off < b.count {
+                let n = Foundation.write(fd, b.baseAddress! + off, b.count - off)
+                if n < 0 { if errno == EINTR { continue }; return }
+                off += n
+            }
+        }
     }
 }

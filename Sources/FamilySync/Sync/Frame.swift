@@ -1,0 +1,127 @@
+/// The frames of protocol version 1 (docs/protocol.md, "Frames"): a 4-byte
+/// big-endian payload length, a 1-byte type, then the payload. Control frames
+/// carry one JSON object; record batches carry NDJSON; photo data is binary.
+public enum FrameType: UInt8, Sendable, CaseIterable {
+    case hello = 0x01
+    case family = 0x02
+    case refused = 0x03
+    case busy = 0x04
+    case join = 0x05
+    case welcome = 0x06
+    case records = 0x10
+    case recordsEnd = 0x11
+    case photoRequest = 0x20
+    case photoData = 0x21
+    case photoUnavailable = 0x22
+    case done = 0x30
+    case ping = 0x31
+    case error = 0x3F
+
+    public var name: String {
+        switch self {
+        case .hello: return "HELLO"
+        case .family: return "FAMILY"
+        case .refused: return "REFUSED"
+        case .busy: return "BUSY"
+        case .join: return "JOIN"
+        case .welcome: return "WELCOME"
+        case .records: return "RECORDS"
+        case .recordsEnd: return "RECORDS-END"
+        case .photoRequest: return "PHOTO-REQUEST"
+        case .photoData: return "PHOTO-DATA"
+        case .photoUnavailable: return "PHOTO-UNAVAILABLE"
+        case .done: return "DONE"
+        case .ping: return "PING"
+        case .error: return "ERROR"
+        }
+    }
+}
+
+public struct Frame: Sendable {
+    public var type: FrameType
+    public var payload: [UInt8]
+    public init(_ type: FrameType, _ payload: [UInt8]) {
+        self.type = type
+        self.payload = payload
+    }
+
+    /// The hard limit on a frame's payload. A record line may be 1 MiB
+    /// (Record.maxLineBytes) and a batch always carries at least one, so
+    /// twice that; photos travel in much smaller chunks. Anything larger is
+    /// hostile or broken and ends the session before a byte of it is buffered.
+    public static let maxPayloadBytes = 2 << 20
+    /// Length (4) and type (1).
+    public static let headerBytes = 5
+
+    /// The JSON object a control frame carries.
+    public func json() throws(ProtocolError) -> JSONValue {
+        guard payload.count <= Frame.maxPayloadBytes else { throw ProtocolError("\(type.name) frame too large") }
+        let v: JSONValue
+        do { v = try JSONParser.parse(payload) } catch { throw ProtocolError("\(type.name) frame is not JSON: \(error)") }
+        guard v.objectValue != nil else { throw ProtocolError("\(type.name) frame is not a JSON object") }
+        return v
+    }
+
+    /// The bytes of a whole frame, header included.
+    public static func encode(_ type: FrameType, _ payload: [UInt8]) -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(headerBytes + payload.count)
+        appendHeader(type, length: payload.count, to: &out)
+        out.append(contentsOf: payload)
+        return out
+    }
+
+    static func appendHeader(_ type: FrameType, length: Int, to out: inout [UInt8]) {
+        precondition(length <= maxPayloadBytes, "frame payload over the limit")
+        let n = UInt32(length)
+        out.append(UInt8(n >> 24)); out.append(UInt8((n >> 16) & 0xFF)); out.append(UInt8((n >> 8) & 0xFF)); out.append(UInt8(n & 0xFF))
+        out.append(type.rawValue)
+    }
+}
+
+/// The peer broke the protocol: a malformed, oversized or unexpected frame.
+/// The session ends; nothing from the offending frame is kept.
+public struct ProtocolError: Error, CustomStringConvertible, Sendable {
+    public var message: String
+    public init(_ message: String) { self.message = message }
+    public var description: String { message }
+}
+
+/// Cuts a byte stream into frames, checking each header before buffering
+/// its payload. Keeps a read offset rather than shifting bytes on every frame.
+struct FrameDecoder {
+    private var buffer: [UInt8] = []
+    private var start = 0
+
+    /// Bytes received but not yet returned as frames.
+    var buffered: Int { buffer.count - start }
+
+    mutating func append(_ bytes: UnsafeRawBufferPointer) {
+        if start > 0 && (start >= buffer.count || start > (1 << 20)) {
+            buffer.removeFirst(start)
+            start = 0
+        }
+        buffer.append(contentsOf: bytes)
+    }
+
+    /// The next complete frame, or nil when more bytes are needed.
+    mutating func next() throws(ProtocolError) -> Frame? {
+        guard buffered >= Frame.headerBytes else { return nil }
+        let b = start
+        let length = Int(buffer[b]) << 24 | Int(buffer[b + 1]) << 16 | Int(buffer[b + 2]) << 8 | Int(buffer[b + 3])
+        guard length <= Frame.maxPayloadBytes else {
+            throw ProtocolError("frame of \(length) bytes exceeds the limit of \(Frame.maxPayloadBytes)")
+        }
+        guard let type = FrameType(rawValue: buffer[b + 4]) else {
+            throw ProtocolError(String(format: "unknown frame type 0x%02x", Int(buffer[b + 4])))
+        }
+        guard buffered >= Frame.headerBytes + length else { return nil }
+        let payload = Array(buffer[(b + Frame.headerBytes)..<(b + Frame.headerBytes + length)])
+        start += Frame.headerBytes + length
+        if start == buffer.count {
+            buffer.removeAll(keepingCapacity: buffer.capacity <= (4 << 20))
+            start = 0
+        }
+        return Frame(type, payload)
+    }
+}

@@ -1,0 +1,336 @@
+/// The JSON control messages of protocol version 1, each parsed strictly:
+/// a missing or mistyped field is a protocol error naming the frame and field.
+/// Unknown fields are ignored, so a later minor revision may add some.
+public enum SyncProtocol {
+    /// The protocol version this build speaks (HELLO and JOIN `protocol`).
+    public static let version = 1
+}
+
+/// Typed access to a control frame's fields.
+struct FieldReader {
+    let frame: String
+    let value: JSONValue
+
+    init(_ frame: Frame) throws(ProtocolError) {
+        self.frame = frame.type.name
+        self.value = try frame.json()
+    }
+
+    init(name: String, value: JSONValue) {
+        self.frame = name
+        self.value = value
+    }
+
+    private func fail(_ field: String, _ problem: String) -> ProtocolError { ProtocolError("\(frame) field '\(field)': \(problem)") }
+
+    func string(_ k: String, maxBytes: Int = 256) throws(ProtocolError) -> String {
+        guard let v = value[k] else { throw fail(k, "missing") }
+        guard case let .string(s) = v else { throw fail(k, "not a string") }
+        guard s.utf8.count <= maxBytes else { throw fail(k, "longer than \(maxBytes) bytes") }
+        return s
+    }
+    func optionalString(_ k: String, maxBytes: Int = 256) throws(ProtocolError) -> String? {
+        guard let v = value[k], !v.isNull else { return nil }
+        return try string(k, maxBytes: maxBytes)
+    }
+    func uuid(_ k: String) throws(ProtocolError) -> String {
+        let s = try string(k)
+        guard PairingOffer.isUUID(s) else { throw fail(k, "not an upper-case UUID") }
+        return s
+    }
+    func int(_ k: String, min lo: Int64 = 0, max hi: Int64 = Int64.max) throws(ProtocolError) -> Int64 {
+        guard let v = value[k] else { throw fail(k, "missing") }
+        guard let n = v.int64Value, n >= lo, n <= hi else { throw fail(k, "not a whole number from \(lo) to \(hi)") }
+        return n
+    }
+    func time(_ k: String) throws(ProtocolError) -> Timestamp {
+        let s = try string(k, maxBytes: 64)
+        guard let t = Timestamp(rfc3339: s) else { throw fail(k, "not an RFC 3339 time") }
+        return t
+    }
+    func optionalTime(_ k: String) throws(ProtocolError) -> Timestamp? {
+        guard let v = value[k], !v.isNull else { return nil }
+        return try time(k)
+    }
+    func hexKey(_ k: String) throws(ProtocolError) -> [UInt8] {
+        let s = try string(k, maxBytes: 128)
+        guard s.utf8.count == SessionKeys.keyBytes * 2, let b = Hex.decode(s) else { throw fail(k, "not a 32-byte key in hex") }
+        return b
+    }
+    func optionalHexKey(_ k: String) throws(ProtocolError) -> [UInt8]? {
+        guard let v = value[k], !v.isNull else { return nil }
+        return try hexKey(k)
+    }
+    func array(_ k: String, maxCount: Int) throws(ProtocolError) -> [JSONValue] {
+        guard let v = value[k] else { throw fail(k, "missing") }
+        guard case let .array(a) = v else { throw fail(k, "not an array") }
+        guard a.count <= maxCount else { throw fail(k, "more than \(maxCount) entries") }
+        return a
+    }
+    func object(_ k: String) throws(ProtocolError) -> FieldReader {
+        guard let v = value[k] else { throw fail(k, "missing") }
+        guard v.objectValue != nil else { throw fail(k, "not an object") }
+        return FieldReader(name: "\(frame).\(k)", value: v)
+    }
+    func role(_ k: String) throws(ProtocolError) -> FamilyInfo.Role {
+        guard let r = FamilyInfo.Role(rawValue: try string(k)) else { throw fail(k, "not 'owner' or 'member'") }
+        return r
+    }
+}
+
+/// HELLO: the first frame of a sync session, from each side.
+struct HelloMessage: Equatable {
+    var version: Int64
+    var device: String
+    var family: String
+    var role: FamilyInfo.Role
+    var clock: Timestamp
+    var epoch: Int64
+    /// How far of the receiver's changes the sender already holds: send only later ones.
+    var after: Int64
+    var software: String
+
+    var json: JSONValue {
+        .object([("protocol", .int(version)), ("device", .string(device)), ("family", .string(family)), ("role", .string(role.rawValue)),
+                 ("clock", .string(clock.rfc3339)), ("epoch", .int(epoch)), ("after", .int(after)), ("software", .string(software))])
+    }
+
+    init(version: Int64 = Int64(SyncProtocol.version), device: String, family: String, role: FamilyInfo.Role, clock: Timestamp,
+         epoch: Int64, after: Int64, software: String = FamilySyncInfo.version) {
+        self.version = version
+        self.device = device
+        self.family = family
+        self.role = role
+        self.clock = clock
+        self.epoch = epoch
+        self.after = after
+        self.software = software
+    }
+
+    init(_ f: Frame) throws(ProtocolError) {
+        let r = try FieldReader(f)
+        version = try r.int("protocol", min: 1, max: 1 << 20)
+        guard version == Int64(SyncProtocol.version) else {
+            throw ProtocolError("peer speaks protocol version \(version); this device speaks \(SyncProtocol.version)")
+        }
+        device = try r.uuid("device")
+        family = try r.uuid("family")
+        role = try r.role("role")
+        clock = try r.time("clock")
+        epoch = try r.int("epoch")
+        after = try r.int("after")
+        software = try r.optionalString("software", maxBytes: 64) ?? ""
+    }
+}
+
+/// One device as a roster lists it.
+struct RosterEntry: Equatable {
+    var device: String
+    var role: FamilyInfo.Role
+    var joinedAt: Timestamp
+    var revokedAt: Timestamp?
+
+    var json: JSONValue {
+        .object([("device", .string(device)), ("role", .string(role.rawValue)), ("joinedAt", .string(joinedAt.rfc3339)),
+                 ("revokedAt", revokedAt.map { .string($0.rfc3339) } ?? .null)])
+    }
+}
+
+/// FAMILY: what each side knows of the family, sent right after HELLO on
+/// every contact: the roster with its revocations, the newest entitlement
+/// proof, and (owner to member, when the member's key is older) the current family key.
+struct FamilyMessage {
+    /// The most roster entries a FAMILY frame may carry (revoked devices stay listed).
+    static let maxRosterEntries = 256
+
+    var owner: String
+    var epoch: Int64
+    var maxDevices: Int64
+    var devices: [RosterEntry]
+    var proof: String?
+    var familyKey: [UInt8]?
+
+    var json: JSONValue {
+        var pairs: [(String, JSONValue)] = [("owner", .string(owner)), ("epoch", .int(epoch)), ("maxDevices", .int(maxDevices)),
+                                            ("devices", .array(devices.map(\.json))), ("proof", .optional(proof))]
+        if let k = familyKey { pairs.append(("familyKey", .string(Hex.encode(k)))) }
+        return .object(pairs)
+    }
+
+    init(owner: String, epoch: Int64, maxDevices: Int64, devices: [RosterEntry], proof: String?, familyKey: [UInt8]?) {
+        self.owner = owner
+        self.epoch = epoch
+        self.maxDevices = maxDevices
+        self.devices = devices
+        self.proof = proof
+        self.familyKey = familyKey
+    }
+
+    init(_ f: Frame) throws(ProtocolError) {
+        let r = try FieldReader(f)
+        owner = try r.uuid("owner")
+        epoch = try r.int("epoch")
+        maxDevices = try r.int("maxDevices", min: 1, max: 1000)
+        var list: [RosterEntry] = []
+        for (i, v) in try r.array("devices", maxCount: FamilyMessage.maxRosterEntries).enumerated() {
+            guard v.objectValue != nil else { throw ProtocolError("FAMILY field 'devices[\(i)]': not an object") }
+            let e = FieldReader(name: "FAMILY.devices[\(i)]", value: v)
+            list.append(RosterEntry(device: try e.uuid("device"), role: try e.role("role"), joinedAt: try e.time("joinedAt"), revokedAt: try e.optionalTime("revokedAt")))
+        }
+        devices = list
+        proof = try r.optionalString("proof", maxBytes: 64 << 10)
+        familyKey = try r.optionalHexKey("familyKey")
+    }
+}
+
+/// Why a peer would not sync: the `reason` code a script can act on.
+public enum RefusalReason: String, Sendable, CaseIterable {
+    case wrongFamily = "wrong-family"
+    case wrongPeer = "wrong-peer"
+    case unknownDevice = "unknown-device"
+    case revoked = "revoked"
+    case staleKey = "stale-key"
+    case newerKey = "newer-key"
+    case unknownOffer = "unknown-offer"
+    case offerUsed = "offer-used"
+    case offerExpired = "offer-expired"
+    case offerClosed = "offer-closed"
+    case familyFull = "family-full"
+    case notOwner = "not-owner"
+    case alreadyMember = "already-member"
+    case badIdentity = "bad-identity"
+    case noFamily = "no-family"
+    case selfConnect = "self"
+}
+
+/// REFUSED: the server will not sync, and why. `device` names the server
+/// (a hint for a client that guessed the wrong peer at an address).
+struct RefusalMessage {
+    var reason: RefusalReason
+    var message: String
+    var device: String?
+
+    var json: JSONValue {
+        .object([("reason", .string(reason.rawValue)), ("message", .string(message)), ("device", .optional(device))])
+    }
+
+    init(reason: RefusalReason, message: String, device: String? = nil) {
+        self.reason = reason
+        self.message = message
+        self.device = device
+    }
+
+    init(_ f: Frame) throws(ProtocolError) {
+        let r = try FieldReader(f)
+        let code = try r.string("reason", maxBytes: 64)
+        guard let reason = RefusalReason(rawValue: code) else { throw ProtocolError("REFUSED field 'reason': unknown code '\(code)'") }
+        self.reason = reason
+        message = String((try r.optionalString("message", maxBytes: 1024) ?? "").unicodeScalars.filter { $0.value >= 0x20 && $0.value != 0x7F }.map(Character.init))
+        device = try r.optionalString("device")
+        if let d = device, !PairingOffer.isUUID(d) { throw ProtocolError("REFUSED field 'device': not an upper-case UUID") }
+    }
+}
+
+/// JOIN: a new device's first frame on a pairing session.
+struct JoinMessage {
+    var version: Int64
+    var device: String
+    var clock: Timestamp
+
+    var json: JSONValue {
+        .object([("protocol", .int(version)), ("device", .string(device)), ("clock", .string(clock.rfc3339)), ("software", .string(FamilySyncInfo.version))])
+    }
+
+    init(device: String, clock: Timestamp) {
+        version = Int64(SyncProtocol.version)
+        self.device = device
+        self.clock = clock
+    }
+
+    init(_ f: Frame) throws(ProtocolError) {
+        let r = try FieldReader(f)
+        version = try r.int("protocol", min: 1, max: 1 << 20)
+        guard version == Int64(SyncProtocol.version) else {
+            throw ProtocolError("joining device speaks protocol version \(version); this device speaks \(SyncProtocol.version)")
+        }
+        device = try r.uuid("device")
+        clock = try r.time("clock")
+    }
+}
+
+/// WELCOME: the owner admits the joining device: the family, the current
+/// family key and the new member's own device key.
+struct WelcomeMessage {
+    var family: String
+    var owner: String
+    var epoch: Int64
+    var familyKey: [UInt8]
+    var deviceKey: [UInt8]
+
+    var json: JSONValue {
+        .object([("family", .string(family)), ("owner", .string(owner)), ("epoch", .int(epoch)),
+                 ("familyKey", .string(Hex.encode(familyKey))), ("deviceKey", .string(Hex.encode(deviceKey)))])
+    }
+
+    init(family: String, owner: String, epoch: Int64, familyKey: [UInt8], deviceKey: [UInt8]) {
+        self.family = family
+        self.owner = owner
+        self.epoch = epoch
+        self.familyKey = familyKey
+        self.deviceKey = deviceKey
+    }
+
+    init(_ f: Frame) throws(ProtocolError) {
+        let r = try FieldReader(f)
+        family = try r.uuid("family")
+        owner = try r.uuid("owner")
+        epoch = try r.int("epoch")
+        familyKey = try r.hexKey("familyKey")
+        deviceKey = try r.hexKey("deviceKey")
+    }
+}
+
+/// DONE: the sender's own requests are finished. Carries its counts, a digest
+/// of its record state and `upTo`, the cursor the receiver may store for it.
+struct DoneMessage {
+    var recordsSent: Int64
+    var recordsReceived: Int64
+    var recordsApplied: Int64
+    var photosSent: Int64
+    var photosReceived: Int64
+    var photosUnavailable: Int64
+    var digest: String
+    var upTo: Int64
+
+    var json: JSONValue {
+        .object([("records", .object([("sent", .int(recordsSent)), ("received", .int(recordsReceived)), ("applied", .int(recordsApplied))])),
+                 ("photos", .object([("sent", .int(photosSent)), ("received", .int(photosReceived)), ("unavailable", .int(photosUnavailable))])),
+                 ("digest", .string(digest)), ("upTo", .int(upTo))])
+    }
+
+    init(recordsSent: Int64, recordsReceived: Int64, recordsApplied: Int64, photosSent: Int64, photosReceived: Int64,
+         photosUnavailable: Int64, digest: String, upTo: Int64) {
+        self.recordsSent = recordsSent
+        self.recordsReceived = recordsReceived
+        self.recordsApplied = recordsApplied
+        self.photosSent = photosSent
+        self.photosReceived = photosReceived
+        self.photosUnavailable = photosUnavailable
+        self.digest = digest
+        self.upTo = upTo
+    }
+
+    init(_ f: Frame) throws(ProtocolError) {
+        let r = try FieldReader(f)
+        let rec = try r.object("records"), ph = try r.object("photos")
+        recordsSent = try rec.int("sent")
+        recordsReceived = try rec.int("received")
+        recordsApplied = try rec.int("applied")
+        photosSent = try ph.int("sent")
+        photosReceived = try ph.int("received")
+        photosUnavailable = try ph.int("unavailable")
+        digest = try r.string("digest", maxBytes: 64)
+        guard digest.utf8.count == 64, Hex.decode(digest) != nil else { throw ProtocolError("DONE field 'digest': not a SHA-256 in hex") }
+        upTo = try r.int("upTo")
+    }
+}

@@ -1,0 +1,88 @@
+import Foundation
+
+/// The owner's side of a pairing join: read JOIN, then in one transaction
+/// check the family has room, consume the offer's nonce and admit the device
+/// with a fresh device key. A refusal writes nothing, so the nonce survives
+/// a "family full" and can be used once a place is free.
+enum PairingAdmission {
+    enum Result {
+        case admitted(member: String, welcome: WelcomeMessage)
+        case refused(RefusalMessage)
+    }
+
+    static func admit(store: Store, family: FamilyInfo, nonce: String, channel: FrameChannel, clock: SyncClock) throws -> Result {
+        var frame: Frame?
+        let deadline = Deadline(after: SyncLimits.noticeTimeout)
+        while frame == nil {
+            guard let f = try channel.receive(deadline: deadline) else { throw TLSError(.io, "the joining device closed the connection") }
+            channel.stash = channel.takeStash()
+            if f.type != .ping { frame = f }
+        }
+        guard let f = frame, f.type == .join else { throw ProtocolError("expected JOIN, got \(frame!.type.name)") }
+        let join = try JoinMessage(f)
+        let me = try store.deviceID
+        guard join.device != me else {
+            return .refused(RefusalMessage(reason: .selfConnect, message: "a device cannot join its own family"))
+        }
+        let now = clock.now()
+        return try store.write {
+            let existing = try store.device(join.device)
+            if let d = existing, d.revokedAt == nil {
+                return .refused(RefusalMessage(reason: .alreadyMember, message: "device \(join.device) is already in the family; use 'peer-sync connect'"))
+            }
+            let active = try store.activeDeviceCount(), limit = try store.maxDevices
+            guard active < limit else {
+                return .refused(RefusalMessage(reason: .familyFull,
+                    message: "the family is full (\(active) of \(limit) devices); the owner can revoke one to free a place"))
+            }
+            switch try store.redeemOfferInTransaction(nonce: nonce, by: join.device, now: now) {
+            case .accepted: break
+            case .alreadyUsed: return .refused(RefusalMessage(reason: .offerUsed, message: "offer already used"))
+            case .expired: return .refused(RefusalMessage(reason: .offerExpired, message: "offer expired"))
+            case .closed: return .refused(RefusalMessage(reason: .offerClosed, message: "offer closed"))
+            case .unknown: return .refused(RefusalMessage(reason: .unknownOffer, message: "unknown offer"))
+            }
+            if existing != nil {
+                // A revoked device the owner invites again starts over with a new key.
+                try store.db.run("DELETE FROM devices WHERE device_id = ?", [.text(join.device)])
+            }
+            let key = try store.admitDeviceInTransaction(join.device, now: now)
+            guard let fk = try store.familySecret() else { throw ToolError(.dataError, "store has a family but no family key") }
+            return .admitted(member: join.device,
+                             welcome: WelcomeMessage(family: family.id, owner: me, epoch: try store.familyEpoch, familyKey: fk, deviceKey: key))
+        }
+    }
+}
+
+/// A pairing offer as `join` reads it: pair-scan's JSON (one object per
+/// line; the first offer is used) or the offer text itself.
+public enum OfferInput {
+    /// The longest input read for an offer.
+    public static let maxBytes = 64 << 10
+
+    /// Parses the first offer in `text`. Expiry is the caller's to judge.
+    public static func parse(_ text: String, source: String) throws -> PairingOffer {
+        guard text.utf8.count <= maxBytes else { throw ToolError(.dataError, "\(source): longer than \(maxBytes) bytes; not an offer") }
+        var lineNumber = 0
+        for raw in text.split(separator: "\n", omittingEmptySubsequences: false) {
+            lineNumber += 1
+            let line = raw.trimmingCharacters(in: .whitespacesAndNewlines)
+            if line.isEmpty { continue }
+            var qr = line
+            if line.hasPrefix("{") {
+                let v: JSONValue
+                do { v = try JSONParser.parse(line) } catch {
+                    throw ToolError(.dataError, "\(source):\(lineNumber): not JSON: \(error)")
+                }
+                guard let q = v["qr"]?.stringValue ?? v["text"]?.stringValue ?? v["raw"]?.stringValue else {
+                    throw ToolError(.dataError, "\(source):\(lineNumber): field 'qr': missing (expected pair-scan's offer JSON)")
+                }
+                qr = q
+            }
+            do { return try PairingOffer(text: qr) } catch {
+                throw ToolError(.dataError, "\(source):\(lineNumber): field '\(error.field)': \(error.problem)")
+            }
+        }
+        throw ToolError(.noInput, "\(source): no offer found")
+    }
+}

@@ -1,0 +1,252 @@
+import COpenSSL
+
+/// The requesting side of photo transfer: waves of `SyncLimits.waveSize`
+/// wanted photos, the next wave only when every request of the last is
+/// answered (bytes or *unavailable*) or the wave has been silent for the
+/// wave timeout, after which what is missing counts as unavailable. Photos
+/// not received stay wanted (the store derives "wanted" from the records),
+/// so they are asked for again next session. Not Sendable.
+final class PhotoWaves {
+    private let store: Store
+    private let waveTimeout: TimeSpan
+
+    /// The last hash asked for: waves page through the wanted list in hash order.
+    private var cursor = ""
+    private(set) var outstanding: Set<String> = []
+    /// Every hash asked for this session: data or *unavailable* for anything else is a protocol error.
+    private var requested: Set<String> = []
+    /// Requests given up on by the timeout; a late answer to one is discarded.
+    private var expired: Set<String> = []
+    private var lastActivity = Deadline.now()
+    private var assembly: PhotoAssembly?
+
+    private(set) var waveNumber = 0
+    private(set) var finished = false
+    private(set) var received: Int64 = 0
+    private(set) var unavailable: Int64 = 0
+
+    init(store: Store, waveTimeout: TimeSpan) {
+        self.store = store
+        self.waveTimeout = waveTimeout
+    }
+
+    /// When the current wave times out, if one is waiting.
+    var timeoutDeadline: Deadline? { outstanding.isEmpty ? nil : lastActivity.adding(waveTimeout) }
+
+    /// Sends the next wave when the last one is complete. Returns the number
+    /// of photos asked for, 0 when nothing was sent, and marks the waves
+    /// finished when nothing more is wanted.
+    func advance(_ channel: FrameChannel) throws -> Int {
+        guard !finished, outstanding.isEmpty else { return 0 }
+        let next = try store.wantedPhotos(after: cursor, limit: SyncLimits.waveSize)
+        guard let last = next.last else {
+            finished = true
+            return 0
+        }
+        cursor = last
+        waveNumber += 1
+        outstanding = Set(next)
+        requested.formUnion(next)
+        lastActivity = Deadline.now()
+        channel.send(.photoRequest, json: .object([("photos", .array(next.map { .string($0) }))]))
+        return next.count
+    }
+
+    /// Gives up on the current wave if it has been silent too long. Returns how many requests expired.
+    func expireIfSilent() -> Int {
+        guard let d = timeoutDeadline, d.hasPassed else { return 0 }
+        let n = outstanding.count
+        unavailable += Int64(n)
+        expired.formUnion(outstanding)
+        outstanding.removeAll()
+        if let a = assembly, !a.discard, expired.contains(a.hash) { a.discard = true }
+        return n
+    }
+
+    /// PHOTO-UNAVAILABLE: the peer cannot provide one requested photo.
+    func handleUnavailable(_ frame: Frame) throws(ProtocolError) {
+        let r = try FieldReader(frame)
+        let h = try r.string("photo", maxBytes: 64)
+        guard requested.contains(h) else { throw ProtocolError("PHOTO-UNAVAILABLE for a photo that was not requested") }
+        if let a = assembly, a.hash == h { throw ProtocolError("PHOTO-UNAVAILABLE in the middle of that photo's data") }
+        lastActivity = Deadline.now()
+        if outstanding.remove(h) != nil { unavailable += 1 }
+    }
+
+    /// The header of a PHOTO-DATA frame: SHA-256 (32 bytes), total size and offset (8 bytes each, big-endian).
+    static let dataHeaderBytes = 48
+
+    /// PHOTO-DATA: one chunk of a requested photo. Chunks of one photo arrive
+    /// in order and uninterrupted by another photo's. Returns a warning when a
+    /// completed photo's bytes do not match its hash (it is then discarded).
+    func handleData(_ frame: Frame, now: Timestamp) throws -> String? {
+        let p = frame.payload
+        guard p.count >= PhotoWaves.dataHeaderBytes else { throw ProtocolError("PHOTO-DATA frame shorter than its header") }
+        let hash = Hex.encode(p[0..<32])
+        func u64(_ at: Int) -> UInt64 { p[at..<(at + 8)].reduce(0) { $0 << 8 | UInt64($1) } }
+        let total = u64(32), offset = u64(40)
+        let body = p[PhotoWaves.dataHeaderBytes...]
+        guard requested.contains(hash) else { throw ProtocolError("PHOTO-DATA for a photo that was not requested") }
+        guard total <= UInt64(Store.maxPhotoBytes) else {
+            throw ProtocolError("PHOTO-DATA declares \(total) bytes, over the photo limit of \(Store.maxPhotoBytes)")
+        }
+        let a: PhotoAssembly
+        if let current = assembly {
+            guard current.hash == hash else { throw ProtocolError("PHOTO-DATA for another photo before the last one was complete") }
+            guard UInt64(current.count) == offset, UInt64(current.total) == total else {
+                throw ProtocolError("PHOTO-DATA at offset \(offset) where \(current.count) was expected")
+            }
+            a = current
+        } else {
+            guard offset == 0 else { throw ProtocolError("PHOTO-DATA starts at offset \(offset), not 0") }
+            guard outstanding.contains(hash) || expired.contains(hash) else { throw ProtocolError("PHOTO-DATA for a photo already answered") }
+            a = PhotoAssembly(hash: hash, total: Int(total), discard: !outstanding.contains(hash))
+            assembly = a
+        }
+        guard a.count + body.count <= a.total else { throw ProtocolError("PHOTO-DATA runs past the photo's declared size") }
+        a.append(body)
+        lastActivity = Deadline.now()
+        guard a.count == a.total else { return nil }
+        assembly = nil
+        if a.discard { return nil }
+        outstanding.remove(hash)
+        guard a.digestHex() == hash else {
+            unavailable += 1
+            return "photo \(hash.prefix(12))… arrived with bytes that do not match its SHA-256; discarded"
+        }
+        try store.keepVerifiedPhoto(a.bytes, sha256: hash, now: now)
+        received += 1
+        return nil
+    }
+}
+
+/// One photo being received: its bytes so far and their running SHA-256.
+final class PhotoAssembly {
+    let hash: String
+    let total: Int
+    var discard: Bool
+    private(set) var bytes: [UInt8]
+    private let ctx: OpaquePointer
+
+    init(hash: String, total: Int, discard: Bool) {
+        self.hash = hash
+        self.total = total
+        self.discard = discard
+        bytes = []
+        if !discard { bytes.reserveCapacity(total) }
+        ctx = EVP_MD_CTX_new()!
+        EVP_DigestInit_ex(ctx, EVP_sha256(), nil)
+    }
+
+    deinit { EVP_MD_CTX_free(ctx) }
+
+    func append(_ chunk: ArraySlice<UInt8>) {
+        chunk.withUnsafeBytes { b in
+            if b.count > 0 { EVP_DigestUpdate(ctx, b.baseAddress, b.count) }
+        }
+        if !discard { bytes.append(contentsOf: chunk) }
+        count += chunk.count
+    }
+
+    /// Bytes received so far (kept, or only counted for a discarded late photo).
+    private(set) var count = 0
+
+    func digestHex() -> String {
+        var out = [UInt8](repeating: 0, count: 32)
+        var len: UInt32 = 0
+        EVP_DigestFinal_ex(ctx, &out, &len)
+        return Hex.encode(out)
+    }
+}
+
+/// The answering side: queued requests answered in order, each with the
+/// photo's bytes in chunks (read from the store a chunk at a time) or an
+/// explicit PHOTO-UNAVAILABLE. Not Sendable.
+final class PhotoResponder {
+    private let store: Store
+    private let skipReplies: Bool
+    private var queue: [String] = []
+    private var head = 0
+    private var current: (raw: [UInt8], reader: PhotoBlobReader)?
+    private(set) var sent: Int64 = 0
+    private(set) var unavailableSent: Int64 = 0
+
+    init(store: Store, faults: SyncFaults) {
+        self.store = store
+        self.skipReplies = faults.contains(.skipPhotoReplies)
+    }
+
+    var isIdle: Bool { current == nil && head >= queue.count }
+
+    /// PHOTO-REQUEST: queue the hashes asked for.
+    func enqueue(_ frame: Frame) throws(ProtocolError) {
+        let r = try FieldReader(frame)
+        let items = try r.array("photos", maxCount: SyncLimits.waveSize)
+        guard !items.isEmpty else { throw ProtocolError("PHOTO-REQUEST asks for no photos") }
+        guard queue.count - head + items.count <= SyncLimits.maxQueuedPhotoRequests else {
+            throw ProtocolError("PHOTO-REQUEST beyond \(SyncLimits.maxQueuedPhotoRequests) unanswered requests")
+        }
+        if skipReplies { return }  // Fault injection: silently drop, as old peers did.
+        for (i, v) in items.enumerated() {
+            guard case let .string(h) = v, Record.isPhotoHash(h) else {
+                throw ProtocolError("PHOTO-REQUEST field 'photos[\(i)]': not a lowercase SHA-256 hex string")
+            }
+            queue.append(h)
+        }
+    }
+
+    /// Stops answering (the requester said DONE).
+    func stop() {
+        queue.removeAll()
+        head = 0
+        current = nil
+    }
+
+    /// Answers queued requests while the output is below the high-water mark.
+    func produce(_ channel: FrameChannel) throws {
+        while channel.backlog < SyncLimits.outputHighWater {
+            if let cur = current {
+                let r = cur.reader
+                let n = min(SyncLimits.photoChunkBytes, r.size - r.offset)
+                var head = cur.raw
+                appendU64(UInt64(r.size), to: &head)
+                appendU64(UInt64(r.offset), to: &head)
+                try channel.sendBuilt(.photoData, length: head.count + n) { buf in
+                    buf.append(contentsOf: head)
+                    try r.readChunk(max: n, into: &buf)
+                }
+                if r.isFinished {
+                    current = nil
+                    sent += 1
+                }
+                continue
+            }
+            guard head < queue.count else {
+                queue.removeAll(keepingCapacity: true)
+                head = 0
+                return
+            }
+            let h = queue[head]
+            head += 1
+            if let loc = try store.photoLocation(h), let raw = Hex.decode(h) {
+                current = (raw, PhotoBlobReader(store: store, rowid: loc.rowid, size: loc.size))
+                if loc.size == 0 {
+                    // An empty photo still gets one (empty) data frame.
+                    var head = raw
+                    appendU64(0, to: &head)
+                    appendU64(0, to: &head)
+                    channel.send(.photoData, head)
+                    current = nil
+                    sent += 1
+                }
+            } else {
+                channel.send(.photoUnavailable, json: .object([("photo", .string(h))]))
+                unavailableSent += 1
+            }
+        }
+    }
+
+    private func appendU64(_ v: UInt64, to out: inout [UInt8]) {
+        for shift in stride(from: 56, through: 0, by: -8) { out.append(UInt8((v >> UInt64(shift)) & 0xFF)) }
+    }
+}

@@ -1,0 +1,297 @@
+import Foundation
+
+/// The connecting side: `connect` (one session with a paired device, busy
+/// peers retried with backoff), Sync Now (the known peers in turn) and
+/// `join` (redeem an offer, then a first sync). Not Sendable.
+public final class SyncClient {
+    private let store: Store
+    private let options: SyncOptions
+    private let clock: SyncClock
+    private let observer: SyncObserver?
+    private let context: TLSContext
+
+    public init(store: Store, options: SyncOptions, now: Timestamp, observer: SyncObserver?) throws {
+        self.store = store
+        self.options = options
+        self.clock = SyncClock(base: now)
+        self.observer = observer
+        self.context = try TLSContext(role: .client)
+    }
+
+    private func emit(_ name: String, _ fields: [(String, JSONValue)] = []) { observer?(SyncEvent(name, fields)) }
+
+    static func noPeer(_ address: HostPort) -> ToolError {
+        ToolError(.unavailable, "no peer at \(address) (is 'peer-sync serve' running?)")
+    }
+
+    private func requireFamily() throws -> FamilyInfo {
+        guard let fam = try store.family() else {
+            throw ToolError(.usage, "this store belongs to no family yet: redeem an offer with 'peer-sync join' (or make one with 'pair-qr' on the owner's device)")
+        }
+        if let t = try store.device(try store.deviceID)?.revokedAt {
+            throw ToolError(.noPermission, "this device was revoked from family \(fam.id) at \(t.rfc3339); it syncs no more (ask the owner for a new offer)")
+        }
+        return fam
+    }
+
+    // MARK: connect
+
+    /// One session with the device at `address`, retrying while it is busy
+    /// until `wait` has passed (then exit 75). `expected` is the device we
+    /// believe is there; without it we guess and follow the server's hint.
+    public func sync(with address: HostPort, wait: TimeSpan, expected: String? = nil) throws -> SyncSummary {
+        let fam = try requireFamily()
+        let me = try store.deviceID
+        var guess = try expected ?? initialGuess(for: address, family: fam, me: me)
+        var followedHint = false
+        let giveUp = Deadline(after: wait)
+        var backoff = SyncLimits.busyRetryFirst
+        var attempt = 0
+        while true {
+            attempt += 1
+            let (identity, key) = try sessionKey(server: guess, family: fam, me: me)
+            let channel = try open(address, identity: identity.bytes, key: key)
+            if !channel.tls.isAuthenticated {
+                let notice = try readNotice(channel, from: address)
+                switch notice {
+                case let .busy(retryAfter):
+                    emit("busy", [("address", .string(address.description)), ("attempt", .int(attempt))])
+                    guard !giveUp.hasPassed else {
+                        throw ToolError(.tempFail, "\(address) is busy syncing with another device; gave up after \(wait) (\(attempt) tries)")
+                    }
+                    let pause = TimeSpan(milliseconds: min(max(backoff.milliseconds, retryAfter.milliseconds), Int64(giveUp.remainingMilliseconds) + 1))
+                    sleep(pause)
+                    backoff = TimeSpan(milliseconds: min(backoff.milliseconds * 2, SyncLimits.busyRetryCap.milliseconds))
+                    continue
+                case let .refused(r):
+                    if r.reason == .wrongPeer, let hint = r.device, hint != guess, !followedHint {
+                        emit("peer-hint", [("address", .string(address.description)), ("device", .string(hint))])
+                        guess = hint
+                        followedHint = true
+                        continue
+                    }
+                    emit("refused", [("address", .string(address.description)), ("reason", .string(r.reason.rawValue)), ("message", .string(r.message))])
+                    throw ToolError(.noPermission, "refused by \(address): \(r.message) (\(r.reason.rawValue))")
+                }
+            }
+            emit("session", [("address", .string(address.description)), ("peer", .string(guess))])
+            let session = SyncSession(store: store, family: fam, me: me, peer: SessionPeer(device: guess, address: address.description, side: .client, joined: false),
+                                      channel: channel, options: options, clock: clock, observer: observer)
+            do {
+                return try session.run()
+            } catch let e as SessionRefused {
+                try handleAuthenticatedRefusal(e.refusal, from: guess, family: fam, address: address)
+            }
+        }
+    }
+
+    /// A refusal on an authenticated session is genuine: a revoked device drops to free.
+    private func handleAuthenticatedRefusal(_ r: RefusalMessage, from peer: String, family: FamilyInfo, address: HostPort) throws -> Never {
+        emit("refused", [("address", .string(address.description)), ("reason", .string(r.reason.rawValue)), ("message", .string(r.message))])
+        if r.reason == .revoked, peer == family.ownerDevice {
+            try EntitlementExchange.dropToFree(store, now: clock.now())
+            emit("revoked", [("device", .string(try store.deviceID))])
+            throw ToolError(.noPermission, "refused by \(address): \(r.message) (revoked); this device drops to free")
+        }
+        throw ToolError(.noPermission, "refused by \(address): \(r.message) (\(r.reason.rawValue))")
+    }
+
+    /// Which device we expect at an address: the one last reached there, else
+    /// the owner (for a member), else the owner's most recently synced member.
+    private func initialGuess(for address: HostPort, family: FamilyInfo, me: String) throws -> String {
+        let devices = try store.devices().filter { $0.deviceID != me && $0.revokedAt == nil }
+        if let d = devices.first(where: { $0.lastAddress == address.description }) { return d.deviceID }
+        if family.role == .member { return family.ownerDevice }
+        let members = devices.sorted { ($0.lastSyncedAt?.milliseconds ?? 0) > ($1.lastSyncedAt?.milliseconds ?? 0) }
+        guard let first = members.first else { throw ToolError(.usage, "this family has no other device yet: pair one first") }
+        return first.deviceID
+    }
+
+    /// The identity and PSK for a session with `server` (docs/protocol.md, "Keys").
+    private func sessionKey(server: String, family: FamilyInfo, me: String) throws -> (SessionIdentity, [UInt8]) {
+        let epoch = try store.familyEpoch
+        let identity = SessionIdentity.sync(family: family.id, client: me, server: server, epoch: epoch)
+        if family.role == .owner {
+            guard let dev = try store.device(server), dev.revokedAt == nil, let k = try store.memberDeviceKey(server) else {
+                throw ToolError(.noPermission, "device \(server) is not a current member of this family")
+            }
+            _ = dev
+            return (identity, try SessionKeys.devicePSK(deviceKey: k, family: family.id, client: me, server: server))
+        }
+        if server == family.ownerDevice {
+            guard let k = try store.ownDeviceKey() else { throw ToolError(.dataError, "this store holds no device key; pair it again") }
+            return (identity, try SessionKeys.devicePSK(deviceKey: k, family: family.id, client: me, server: server))
+        }
+        guard let fk = try store.familySecret() else { throw ToolError(.dataError, "this store holds no family key; pair it again") }
+        return (identity, try SessionKeys.familyPSK(familyKey: fk, family: family.id, epoch: epoch, client: me, server: server))
+    }
+
+    /// TCP connect and TLS handshake. Nobody listening: exit 69 with the standard message.
+    private func open(_ address: HostPort, identity: [UInt8], key: [UInt8]) throws -> FrameChannel {
+        let sock: TCPSocket
+        do { sock = try TCPSocket.connect(to: address, timeout: SyncLimits.connectTimeout) } catch let e as SocketError {
+            emit("unreachable", [("address", .string(address.description)), ("error", .string(String(cString: strerror(e.code))))])
+            throw SyncClient.noPeer(address)
+        }
+        let conn = try TLSConnection(client: sock, context: context, identity: identity, key: key)
+        do {
+            try conn.handshake(deadline: Deadline(after: SyncLimits.handshakeTimeout))
+        } catch let e as TLSError {
+            if e.peerRejectedKey {
+                throw ToolError(.noPermission, "refused by \(address): it does not accept this device's key (a wrong family secret, or a key from before a revocation)")
+            }
+            if e.kind == .timeout { throw ToolError(.unavailable, "no answer from \(address) during the TLS handshake") }
+            throw ToolError(.unavailable, "TLS handshake with \(address) failed: \(e.description)")
+        }
+        return FrameChannel(conn)
+    }
+
+    enum Notice {
+        case busy(retryAfter: TimeSpan)
+        case refused(RefusalMessage)
+    }
+
+    /// The one frame an unauthenticated session may carry.
+    private func readNotice(_ channel: FrameChannel, from address: HostPort) throws -> Notice {
+        let f: Frame?
+        do { f = try channel.receive(deadline: Deadline(after: SyncLimits.noticeTimeout)) } catch {
+            throw ToolError(.unavailable, "\(address) did not accept this device's key and sent no reason")
+        }
+        _ = channel.tls.shutdown(deadline: Deadline(after: TimeSpan.seconds(1)))
+        guard let f else { throw ToolError(.unavailable, "\(address) did not accept this device's key and closed without a reason") }
+        do {
+            switch f.type {
+            case .busy:
+                let ms = (try? FieldReader(f).int("retryAfterMs", max: 60_000)) ?? SyncLimits.busyRetryHint.milliseconds
+                return .busy(retryAfter: TimeSpan(milliseconds: ms))
+            case .refused:
+                return .refused(try RefusalMessage(f))
+            default:
+                throw ProtocolError("\(f.type.name) on a session without a key")
+            }
+        } catch let e as ProtocolError {
+            throw ToolError(.dataError, "protocol error from \(address): \(e.message)")
+        }
+    }
+
+    private func sleep(_ span: TimeSpan) {
+        let until = Deadline(after: span)
+        while !until.hasPassed && !SyncStop.isRequested {
+            usleep(UInt32(min(Int64(until.remainingMilliseconds), 100)) * 1000)
+        }
+    }
+
+    // MARK: Sync Now
+
+    /// The "Sync Now" pass: the peers this store reached before, at their
+    /// last known addresses, most recent first, until one session completes.
+    public func syncNow(wait: TimeSpan) throws -> SyncSummary {
+        _ = try requireFamily()
+        let peers = try store.knownPeers()
+        guard !peers.isEmpty else {
+            throw ToolError(.unavailable, "no known peer yet: give HOST:PORT once (each peer reached is remembered)")
+        }
+        let giveUp = Deadline(after: wait)
+        var failures: [String] = []
+        var allBusy = true
+        for p in peers {
+            guard let addr = p.lastAddress.flatMap(HostPort.init(parsing:)) else { continue }
+            emit("trying", [("peer", .string(p.deviceID)), ("address", .string(addr.description))])
+            do {
+                let left = TimeSpan(milliseconds: max(0, Int64(giveUp.remainingMilliseconds)))
+                return try sync(with: addr, wait: left, expected: p.deviceID)
+            } catch let e as ToolError where e.status == .unavailable || e.status == .tempFail {
+                if e.status != .tempFail { allBusy = false }
+                failures.append(e.message)
+            }
+        }
+        throw ToolError(allBusy ? .tempFail : .unavailable, "no known peer could sync: " + failures.joined(separator: "; "))
+    }
+
+    // MARK: join
+
+    /// Redeems `offer` at `address`: proves the nonce, sends JOIN, and on
+    /// WELCOME stores the family, its key and this device's key, then runs a
+    /// first sync on the same connection. Any refusal leaves the store as it was.
+    public func join(offer: PairingOffer, at address: HostPort, wait: TimeSpan) throws -> SyncSummary {
+        let me = try store.deviceID
+        if let fam = try store.family() {
+            if fam.id == offer.family {
+                throw ToolError(.usage, "this store is already in family \(fam.id); sync with 'peer-sync connect'")
+            }
+            throw ToolError(.dataError, "this store belongs to family \(fam.id); a store joins one family only")
+        }
+        let identity = SessionIdentity.pair(family: offer.family, tag: try SessionKeys.offerTag(nonce: offer.nonce, family: offer.family))
+        let key = try SessionKeys.pairingPSK(nonce: offer.nonce, family: offer.family)
+        let giveUp = Deadline(after: wait)
+        var backoff = SyncLimits.busyRetryFirst
+        var attempt = 0
+        while true {
+            attempt += 1
+            let channel = try open(address, identity: identity.bytes, key: key)
+            if !channel.tls.isAuthenticated {
+                switch try readNotice(channel, from: address) {
+                case .busy:
+                    emit("busy", [("address", .string(address.description)), ("attempt", .int(attempt))])
+                    guard !giveUp.hasPassed else {
+                        throw ToolError(.tempFail, "\(address) is busy syncing with another device; gave up after \(wait) (\(attempt) tries)")
+                    }
+                    sleep(TimeSpan(milliseconds: min(backoff.milliseconds, Int64(giveUp.remainingMilliseconds) + 1)))
+                    backoff = TimeSpan(milliseconds: min(backoff.milliseconds * 2, SyncLimits.busyRetryCap.milliseconds))
+                    continue
+                case let .refused(r):
+                    emit("refused", [("address", .string(address.description)), ("reason", .string(r.reason.rawValue)), ("message", .string(r.message))])
+                    throw ToolError(.noPermission, "refused by \(address): \(r.message) (\(r.reason.rawValue)); nothing was stored")
+                }
+            }
+            channel.send(.join, json: JoinMessage(device: me, clock: clock.now()).json)
+            let welcome: WelcomeMessage
+            do {
+                var reply: Frame?
+                let deadline = Deadline(after: SyncLimits.noticeTimeout)
+                while reply == nil {
+                    guard let f = try channel.receive(deadline: deadline) else {
+                        throw ToolError(.unavailable, "\(address) closed the connection before answering the join; nothing was stored")
+                    }
+                    if f.type != .ping { reply = f }
+                }
+                switch reply!.type {
+                case .welcome:
+                    welcome = try WelcomeMessage(reply!)
+                case .refused:
+                    let r = try RefusalMessage(reply!)
+                    emit("refused", [("address", .string(address.description)), ("reason", .string(r.reason.rawValue)), ("message", .string(r.message))])
+                    throw ToolError(.noPermission, "refused by \(address): \(r.message) (\(r.reason.rawValue)); nothing was stored")
+                case .error:
+                    let m = (try? FieldReader(reply!).string("message", maxBytes: 1024)) ?? ""
+                    throw ToolError(.dataError, "\(address) reported a protocol error: \(m); nothing was stored")
+                default:
+                    throw ProtocolError("expected WELCOME or REFUSED, got \(reply!.type.name)")
+                }
+            } catch let e as ProtocolError {
+                throw ToolError(.dataError, "protocol error from \(address): \(e.message); nothing was stored")
+            } catch let e as TLSError {
+                throw ToolError(.unavailable, "connection to \(address) lost during the join (\(e.description)); nothing was stored")
+            }
+            guard welcome.family == offer.family else {
+                throw ToolError(.dataError, "protocol error from \(address): WELCOME names family \(welcome.family), not the offer's \(offer.family); nothing was stored")
+            }
+            let now = clock.now()
+            try store.write {
+                try store.joinFamily(id: welcome.family, ownerDevice: welcome.owner, secret: welcome.familyKey, now: now)
+                try store.setFamilyKey(welcome.familyKey, epoch: welcome.epoch)
+                try store.setOwnDeviceKey(welcome.deviceKey)
+            }
+            emit("joined", [("family", .string(welcome.family)), ("owner", .string(welcome.owner)), ("device", .string(me))])
+            let fam = try store.family()!
+            let session = SyncSession(store: store, family: fam, me: me,
+                                      peer: SessionPeer(device: welcome.owner, address: address.description, side: .client, joined: true),
+                                      channel: channel, options: options, clock: clock, observer: observer)
+            do {
+                return try session.run()
+            } catch let e as ToolError {
+                throw ToolError(e.status, "joined family \(fam.id), but the first sync failed: \(e.message)")
+            }
+        }
+    }
+}

@@ -1,0 +1,49 @@
+/// Every limit and timeout of peer-sync, with why it has the value it has.
+public enum SyncLimits {
+    /// Photos asked for at once: the next wave goes out only when the last is
+    /// answered, so neither side ever holds more than a wave of work and a
+    /// whole library is never requested in one go.
+    public static let waveSize = 20
+    /// How long a wave may go without any reply before what is still missing
+    /// counts as unavailable and the session moves on (`--wave-timeout`).
+    public static let defaultWaveTimeout = TimeSpan.seconds(30)
+    /// Photo requests a responder queues at most: a requester that timed out a
+    /// wave may send the next before the old one is answered, but not endlessly.
+    public static let maxQueuedPhotoRequests = 4 * waveSize
+    /// Bytes of photo data per PHOTO-DATA frame: small enough to interleave
+    /// control frames, large enough to keep TLS records full.
+    public static let photoChunkBytes = 256 << 10
+    /// Records per RECORDS frame, and the bytes after which a batch is cut
+    /// (a batch always carries at least one record). Each batch is applied in
+    /// one transaction, so a broken session leaves whole batches or nothing.
+    public static let recordBatchCount = 1000
+    public static let recordBatchBytes = 1 << 20
+    /// Output queued before the session stops producing more until the peer
+    /// reads: memory stays bounded whatever the library size.
+    public static let outputHighWater = 4 << 20
+    /// A side that has sent nothing for this long sends a PING, so its peer can
+    /// tell a quiet session from a dead one.
+    public static let keepaliveInterval = TimeSpan.seconds(10)
+    /// A peer silent this long (no byte at all, keepalives included) has vanished.
+    public static let idleTimeout = TimeSpan.seconds(45)
+    /// Connecting, the TLS handshake, reading a notice, and the closing handshake.
+    public static let connectTimeout = TimeSpan.seconds(5)
+    public static let handshakeTimeout = TimeSpan.seconds(10)
+    public static let noticeTimeout = TimeSpan.seconds(10)
+    public static let closeTimeout = TimeSpan.seconds(5)
+    /// Clock difference beyond which the skew is reported (the LWW clamp's window).
+    public static let reportedClockSkew = LWW.maxClockSkew
+    /// How long `connect` keeps retrying a busy peer unless `--wait` says otherwise,
+    /// and the backoff between tries (doubling from the first to the cap).
+    public static let defaultBusyWait = TimeSpan.minutes(1)
+    public static let busyRetryFirst = TimeSpan(milliseconds: 500)
+    public static let busyRetryCap = TimeSpan.seconds(8)
+    /// The delay a busy server suggests before the next try.
+    public static let busyRetryHint = TimeSpan.seconds(1)
+    /// Latecomers answered "busy" at the same time, at most; more are closed at once.
+    public static let maxBusyResponders = 8
+    /// The default port `serve` listens on and `connect` assumes.
+    public static let defaultPort: UInt16 = 7433
+    /// Progress events are written at most this often.
+    public static let progressInterval = TimeSpan(milliseconds: 500)
+}

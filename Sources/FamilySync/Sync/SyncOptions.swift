@@ -1,0 +1,46 @@
+import Synchronization
+
+/// Faults a test can inject into a serving or connecting side. Never set in
+/// normal use; the command-line switches that set them are hidden.
+public struct SyncFaults: OptionSet, Sendable {
+    public let rawValue: Int
+    public init(rawValue: Int) { self.rawValue = rawValue }
+    /// Drop photo requests without a reply, as old peers did for photos they
+    /// could not provide: the requester's per-wave silence timeout must end the wait.
+    public static let skipPhotoReplies = SyncFaults(rawValue: 1)
+}
+
+/// How one session behaves.
+public struct SyncOptions: Sendable {
+    public var waveTimeout: TimeSpan
+    public var faults: SyncFaults
+    public init(waveTimeout: TimeSpan = SyncLimits.defaultWaveTimeout, faults: SyncFaults = []) {
+        self.waveTimeout = waveTimeout
+        self.faults = faults
+    }
+}
+
+/// The session's idea of the current time: the tool's `now` (the system
+/// clock, or `--now`) advanced by the monotonic time elapsed since, so a
+/// replayed `--now` still moves forward during a long session.
+public struct SyncClock: Sendable {
+    public let base: Timestamp
+    public let start: Deadline
+    public init(base: Timestamp) {
+        self.base = base
+        self.start = Deadline.now()
+    }
+    public func now() -> Timestamp {
+        base.adding(TimeSpan(milliseconds: Deadline.now().milliseconds(since: start)))
+    }
+}
+
+
+/// A process-wide request to stop, set from a signal handler (it only
+/// stores to a lock-free atomic, which is async-signal-safe). The server stops
+/// accepting, and a running session ends without moving any cursor.
+public enum SyncStop {
+    private static let flag = Atomic<Bool>(false)
+    public static func request() { flag.store(true, ordering: .relaxed) }
+    public static var isRequested: Bool { flag.load(ordering: .relaxed) }
+}

@@ -1,0 +1,228 @@
+import Foundation
+import Testing
+import FamilySync
+import FamilySyncCLI
+
+// MARK: - Harness: real processes on loopback, bounded in time, cleaned up.
+
+/// A `peer-sync serve` running in the background on 127.0.0.1 with an
+/// ephemeral port, its stdout, stderr and events in files. Killed (SIGKILL)
+/// when the value goes away if it is still running.
+final class ServeProcess {
+    let process = Process()
+    let dir: TempDir
+    let name: String
+    let events: String
+    let stdoutPath: String
+    let stderrPath: String
+    private(set) var port: UInt16 = 0
+
+    /// Starts `peer-sync serve --db DB --listen 127.0.0.1:0 --events …` and waits for its 'listening' event.
+    init(db: String, dir: TempDir, name: String = "serve", extra: [String] = []) throws {
+        self.dir = dir
+        self.name = name
+        events = dir.file("\(name).events")
+        stdoutPath = dir.file("\(name).out")
+        stderrPath = dir.file("\(name).err")
+        for p in [events, stdoutPath, stderrPath] { FileManager.default.createFile(atPath: p, contents: nil) }
+        process.executableURL = URL(fileURLWithPath: Tools.path("peer-sync"))
+        process.arguments = ["serve", "--db", db, "--listen", "127.0.0.1:0", "--events", events] + extra
+        var env = ProcessInfo.processInfo.environment
+        env.removeValue(forKey: "FAMILY_SYNC_DB")
+        process.environment = env
+        process.standardOutput = FileHandle(forWritingAtPath: stdoutPath)
+        process.standardError = FileHandle(forWritingAtPath: stderrPath)
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+        guard let e = waitForEvent("listening", timeout: 20), let addr = e["address"]?.stringValue,
+              let p = addr.split(separator: ":").last.flatMap({ UInt16($0) }) else {
+            stop()
+            throw HarnessError("serve did not start listening: \(String(decoding: FileManager.default.contents(atPath: stderrPath) ?? Data(), as: UTF8.self))")
+        }
+        port = p
+    }
+
+    deinit { if process.isRunning { kill(process.processIdentifier, SIGKILL); process.waitUntilExit() } }
+
+    var address: String { "127.0.0.1:\(port)" }
+    var pid: Int32 { process.processIdentifier }
+
+    func eventLines() -> [JSONValue] {
+        let text = String(decoding: FileManager.default.contents(atPath: events) ?? Data(), as: UTF8.self)
+        return text.split(separator: "\n").compactMap { try? JSONParser.parse(String($0)) }
+    }
+
+    /// Waits (bounded) for the `count`-th event named `name`.
+    @discardableResult
+    func waitForEvent(_ name: String, count: Int = 1, timeout: TimeInterval = 30) -> JSONValue? {
+        let deadline = Date().addingTimeInterval(timeout)
+        while Date() < deadline {
+            let matching = eventLines().filter { $0["event"]?.stringValue == name }
+            if matching.count >= count { return matching[count - 1] }
+            if !process.isRunning { return nil }
+            usleep(20_000)
+        }
+        return nil
+    }
+
+    /// Waits (bounded) for the process to exit on its own.
+    func waitForExit(timeout: TimeInterval = 60) -> Int32? {
+        let deadline = Date().addingTimeInterval(timeout)
+        while process.isRunning && Date() < deadline { usleep(20_000) }
+        if process.isRunning { return nil }
+        return process.terminationStatus
+    }
+
+    /// SIGTERM, then SIGKILL if it has not gone within five seconds.
+    @discardableResult
+    func stop() -> Int32 {
+        if process.isRunning {
+            kill(process.processIdentifier, SIGTERM)
+            let deadline = Date().addingTimeInterval(5)
+            while process.isRunning && Date() < deadline { usleep(20_000) }
+            if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        }
+        process.waitUntilExit()
+        return process.terminationStatus
+    }
+
+    var out: String { String(decoding: FileManager.default.contents(atPath: stdoutPath) ?? Data(), as: UTF8.self) }
+    var err: String { String(decoding: FileManager.default.contents(atPath: stderrPath) ?? Data(), as: UTF8.self) }
+    var summaries: [JSONValue] { out.split(separator: "\n").compactMap { try? JSONParser.parse(String($0)) } }
+}
+
+struct HarnessError: Error, CustomStringConvertible {
+    var description: String
+    init(_ d: String) { description = d }
+}
+
+/// Stores for a household, made through the core API (the tools that make
+/// offers and stamp edits are other commands; these tests are about peer-sync).
+enum Household {
+    static let now = Timestamp.current()
+
+    /// An owner's store with a family, and an open offer for it (its QR text).
+    static func owner(_ path: String, ttl: TimeSpan = .minutes(10), maxDevices: Int? = nil) throws -> String {
+        let s = try Store(path: path)
+        let offer = try s.makeOffer(ttl: ttl, address: nil, now: Timestamp.current())
+        if let m = maxDevices { try s.setSetting("max_devices", String(m)) }
+        return offer.text
+    }
+
+    static func offer(_ path: String, ttl: TimeSpan = .minutes(10)) throws -> String {
+        try Store(path: path).makeOffer(ttl: ttl, address: nil, now: Timestamp.current()).text
+    }
+
+    /// Adds `count` records written by this store's device (ids prefixed with `prefix`), optionally naming photos.
+    static func addRecords(_ path: String, prefix: String, count: Int, photos: [[UInt8]] = [], at: Timestamp = Timestamp.current()) throws {
+        let s = try Store(path: path)
+        var hashes: [String] = []
+        try s.write {
+            for p in photos { hashes.append(try s.addPhoto(p, now: at)) }
+        }
+        var recs: [Record] = []
+        for i in 0..<count {
+            let ph = i < hashes.count ? ",\"photos\":[\"\(hashes[i])\"]" : ""
+            let line = "{\"id\":\"\(prefix)-\(i)\",\"type\":\"receipt\",\"modifiedAt\":\"\(at.rfc3339)\",\"deviceId\":\"X\",\"deleted\":false,\"data\":{\"amount\":\(i),\"note\":\"\(prefix) item \(i)\"}\(ph)}"
+            recs.append(try Record(line: line))
+        }
+        _ = try s.applyLocalEdits(recs, now: at)
+    }
+
+    /// Deterministic photo bytes.
+    static func photo(_ seed: Int, size: Int = 4096) -> [UInt8] {
+        var x = UInt64(truncatingIfNeeded: seed) &* 0x9E37_79B9_7F4A_7C15 | 1
+        return (0..<size).map { _ in x ^= x << 13; x ^= x >> 7; x ^= x << 17; return UInt8(truncatingIfNeeded: x) }
+    }
+
+    static func digest(_ path: String) throws -> String { try Store(path: path).recordStateDigest() }
+    static func recordCount(_ path: String) throws -> Int64 { try Store(path: path).db.scalarInt("SELECT count(*) FROM records") ?? 0 }
+    static func photoCount(_ path: String) throws -> Int64 { try Store(path: path).db.scalarInt("SELECT count(*) FROM photos") ?? 0 }
+    static func device(_ path: String) throws -> String { try Store(path: path).deviceID }
+
+    /// A whole-store fingerprint: records, photos, devices, offers, secrets, meta, proofs.
+    static func fingerprint(_ path: String) throws -> String {
+        let s = try Store(path: path)
+        let tables: [(String, [String])] = [
+            ("records", ["id", "type", "modified_at", "device_id", "deleted", "line", "seq"]), ("photos", ["sha256", "size", "hex(bytes)"]),
+            ("devices", ["device_id", "role", "revoked_at", "last_addr", "last_synced_at", "sent_seq", "recv_seq"]),
+            ("offers", ["nonce", "used_at", "used_by", "closed_at"]), ("secrets", ["name", "hex(value)"]), ("meta", ["key", "value"]), ("proofs", ["jws"]),
+        ]
+        var h = SHA256()
+        for (table, cols) in tables {
+            let st = try s.db.prepare("SELECT " + cols.map { "quote(\($0))" }.joined(separator: "||'|'||") + " FROM \(table) ORDER BY 1")
+            while try st.step() { h.update(st.text(0)); h.update([0x0A]) }
+            st.reset()
+        }
+        return Hex.encode(h.finalize())
+    }
+
+    /// Joins `member` to the family served by `server` with `offerText`.
+    static func join(_ member: String, server: ServeProcess, offer: String, extra: [String] = []) throws -> ToolResult {
+        try Tools.run("peer-sync", ["join", "--db", member, "--connect", server.address] + extra, input: offer + "\n")
+    }
+}
+
+extension ToolResult {
+    var json: JSONValue? { lines.last.flatMap { try? JSONParser.parse($0) } }
+}
+
+extension JSONValue {
+    func at(_ path: String...) -> JSONValue? {
+        var v: JSONValue? = self
+        for k in path { v = v?[k] }
+        return v
+    }
+    func int(_ path: String...) -> Int64? {
+        var v: JSONValue? = self
+        for k in path { v = v?[k] }
+        return v?.int64Value
+    }
+}
+
+// MARK: - The basic flow
+
+@Suite(.serialized) struct PeerSyncTests {
+    @Test func joinThenSyncBothWaysWithPhotos() throws {
+        let dir = TempDir()
+        let owner = dir.file("owner.db"), kid = dir.file("kid.db")
+        let offer = try Household.owner(owner)
+        try Household.addRecords(owner, prefix: "o", count: 30, photos: (0..<25).map { Household.photo($0) })
+        let server = try ServeProcess(db: owner, dir: dir)
+        defer { server.stop() }
+
+        let j = try Household.join(kid, server: server, offer: offer)
+        #expect(j.status == 0, "\(j.err)")
+        let js = try #require(j.json)
+        #expect(js["joined"]?.boolValue == true)
+        #expect(js.int("records", "received") == 30)
+        #expect(js.int("photos", "received") == 25)
+        #expect(js.int("photos", "waves") == 2)
+        #expect(js.at("digest", "equal")?.boolValue == true)
+        #expect(try Household.digest(kid) == Household.digest(owner))
+
+        // The member edits and attaches photos; a plain connect sends them back.
+        try Household.addRecords(kid, prefix: "k", count: 5, photos: (100..<103).map { Household.photo($0) })
+        let c = try Tools.run("peer-sync", ["connect", "--db", kid, server.address])
+        #expect(c.status == 0, "\(c.err)")
+        let cs = try #require(c.json)
+        #expect(cs.int("records", "sent") == 5)
+        #expect(cs.int("records", "received") == 0)
+        #expect(cs.at("digest", "equal")?.boolValue == true)
+        #expect(try Household.digest(kid) == Household.digest(owner))
+        #expect(try Household.photoCount(owner) == 28)
+
+        // Sync Now: no address, the peer reached before.
+        let n = try Tools.run("peer-sync", ["connect", "--db", kid])
+        #expect(n.status == 0, "\(n.err)")
+        #expect(n.json?.int("records", "sent") == 0)
+        #expect(n.json?.int("records", "received") == 0)
+
+        let st = try Tools.run("peer-sync", ["status", "--db", kid])
+        #expect(st.status == 0)
+        let sj = try #require(st.json)
+        #expect(sj["role"]?.stringValue == "member")
+        #expect(sj.at("photos", "wanted")?.int64Value == 0)
+        #expect(sj["devices"]?.arrayValue?.count == 2)
+    }
+}
