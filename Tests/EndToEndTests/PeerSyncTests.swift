@@ -226,3 +226,45 @@ extension JSONValue {
         #expect(sj["devices"]?.arrayValue?.count == 2)
     }
 }
+
+/// Any tool running in the background with stdout and stderr in files.
+final class BackgroundRun {
+    let process = Process()
+    let stdoutPath: String
+    let stderrPath: String
+
+    init(_ tool: String, _ args: [String], dir: TempDir, name: String) throws {
+        stdoutPath = dir.file("\(name).out")
+        stderrPath = dir.file("\(name).err")
+        for p in [stdoutPath, stderrPath] { FileManager.default.createFile(atPath: p, contents: nil) }
+        process.executableURL = URL(fileURLWithPath: Tools.path(tool))
+        process.arguments = args
+        var env = ProcessInfo.processInfo.environment
+        env.removeValue(forKey: "FAMILY_SYNC_DB")
+        process.environment = env
+        process.standardOutput = FileHandle(forWritingAtPath: stdoutPath)
+        process.standardError = FileHandle(forWritingAtPath: stderrPath)
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+    }
+
+    deinit { if process.isRunning { kill(process.processIdentifier, SIGKILL); process.waitUntilExit() } }
+
+    var pid: Int32 { process.processIdentifier }
+
+    /// The exit status, or nil if it did not end within `timeout` (it is then killed).
+    func wait(timeout: TimeInterval = 60) -> Int32? {
+        let deadline = Date().addingTimeInterval(timeout)
+        while process.isRunning && Date() < deadline { usleep(10_000) }
+        if process.isRunning {
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+            return nil
+        }
+        return process.terminationStatus
+    }
+
+    var out: String { String(decoding: FileManager.default.contents(atPath: stdoutPath) ?? Data(), as: UTF8.self) }
+    var err: String { String(decoding: FileManager.default.contents(atPath: stderrPath) ?? Data(), as: UTF8.self) }
+    var json: JSONValue? { out.split(separator: "\n").last.flatMap { try? JSONParser.parse(String($0)) } }
+}

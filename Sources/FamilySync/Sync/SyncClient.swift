@@ -26,7 +26,7 @@ public final class SyncClient {
 
     private func requireFamily() throws -> FamilyInfo {
         guard let fam = try store.family() else {
-            throw ToolError(.usage, "this store belongs to no family yet: redeem an offer with 'peer-sync join' (or make one with 'pair-qr' on the owner's device)")
+            throw ToolError(.noInput, "this store belongs to no family yet: redeem an offer with 'peer-sync join' (or make one with 'pair-qr' on the owner's device)")
         }
         if let t = try store.device(try store.deviceID)?.revokedAt {
             throw ToolError(.noPermission, "this device was revoked from family \(fam.id) at \(t.rfc3339); it syncs no more (ask the owner for a new offer)")

@@ -44,6 +44,8 @@ public enum SyncLimits {
     public static let maxBusyResponders = 8
     /// The default port `serve` listens on and `connect` assumes.
     public static let defaultPort: UInt16 = 7433
+    /// How often a waiting server looks whether it was asked to stop.
+    public static let stopCheckInterval = TimeSpan(milliseconds: 100)
     /// Progress events are written at most this often.
     public static let progressInterval = TimeSpan(milliseconds: 500)
 }

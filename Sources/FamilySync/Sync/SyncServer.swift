@@ -57,7 +57,7 @@ public final class SyncServer {
     /// `report` hears every session's outcome.
     public func run(listen address: HostPort, once: Bool, report: (Result<SyncSummary, ToolError>) throws -> Void) throws -> ExitStatus {
         guard let fam = try store.family() else {
-            throw ToolError(.usage, "this store belongs to no family yet: make an offer with 'pair-qr' (owner) or redeem one with 'peer-sync join'")
+            throw ToolError(.noInput, "this store belongs to no family yet: make an offer with 'pair-qr' (owner) or redeem one with 'peer-sync join'")
         }
         let listener: TCPSocket
         do { listener = try TCPSocket.listen(on: address) } catch let e as SocketError {
@@ -67,7 +67,7 @@ public final class SyncServer {
         emit("listening", [("address", .string(bound)), ("device", .string(try store.deviceID)), ("family", .string(fam.id)),
                            ("role", .string(fam.role.rawValue))])
         while !SyncStop.isRequested {
-            guard try listener.wait(for: Int16(POLLIN), deadline: Deadline(after: TimeSpan(milliseconds: 500))) else { continue }
+            guard try listener.wait(for: Int16(POLLIN), deadline: Deadline(after: SyncLimits.stopCheckInterval)) else { continue }
             guard let sock = try listener.accept() else { continue }
             switch try serve(sock, listener: listener) {
             case let .session(result):

@@ -193,9 +193,15 @@ public enum PeerSyncCommand {
 
     /// Turns SIGINT and SIGTERM into a stop request: the server stops
     /// accepting and a running session ends without moving any cursor.
+    /// A parent may have left them blocked; they are unblocked here.
     static func installStopHandlers() {
         signal(SIGINT) { _ in SyncStop.request() }
         signal(SIGTERM) { _ in SyncStop.request() }
+        var set = sigset_t()
+        sigemptyset(&set)
+        sigaddset(&set, SIGINT)
+        sigaddset(&set, SIGTERM)
+        pthread_sigmask(SIG_UNBLOCK, &set, nil)
     }
 
     // MARK: serve
@@ -278,7 +284,7 @@ public enum PeerSyncCommand {
 
     static func runRevoke(_ ctx: ToolContext) throws -> ExitStatus {
         let store = try ctx.store()
-        guard let fam = try store.family() else { throw ToolError(.usage, "this store belongs to no family") }
+        guard let fam = try store.family() else { throw ToolError(.noInput, "this store belongs to no family") }
         guard fam.role == .owner else {
             throw ToolError(.noPermission, "this store is a member of family \(fam.id); only the owner's device revokes devices")
         }
