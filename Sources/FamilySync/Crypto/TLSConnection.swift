@@ -30,9 +30,11 @@ public struct TLSError: Error, CustomStringConvertible, Sendable {
 
     public var description: String { messages.isEmpty ? context : "\(context): \(messages.joined(separator: "; "))" }
 
-    /// Client side: the server rejected our PSK binder, i.e. we hold a different key.
+    /// Client side: the server rejected our PSK binder, i.e. we hold a
+    /// different key. OpenSSL answers a binder that does not verify with an
+    /// illegal_parameter alert; other stacks use decrypt_error.
     public var peerRejectedKey: Bool {
-        reasons.contains(SSL_R_TLSV1_ALERT_DECRYPT_ERROR) || reasons.contains(SSL_R_TLSV1_ALERT_DECRYPT_ERROR + 0)
+        reasons.contains(SSL_R_SSLV3_ALERT_ILLEGAL_PARAMETER) || reasons.contains(SSL_R_TLSV1_ALERT_DECRYPT_ERROR)
     }
     /// Server side: the client's PSK binder did not verify under our key.
     public var binderFailed: Bool { reasons.contains(SSL_R_BINDER_DOES_NOT_VERIFY) }

@@ -156,6 +156,16 @@ public enum PeerSyncCommand {
         return SyncOptions(waveTimeout: try ctx.args.timeSpan("wave-timeout", default: SyncLimits.defaultWaveTimeout), faults: faults)
     }
 
+    /// `--wait`: a duration, 0 included (one try, no retry).
+    static func waitSpan(_ ctx: ToolContext) throws -> TimeSpan {
+        guard let v = ctx.args.value("wait") else { return SyncLimits.defaultBusyWait }
+        if v == "0" { return TimeSpan(milliseconds: 0) }
+        guard let t = TimeSpan(parsing: v), t.milliseconds >= 0 else {
+            throw ToolError.usage("--wait: '\(v)' is not a duration (like 0s, 30s, 10m)")
+        }
+        return t
+    }
+
     static func address(_ text: String, option: String) throws -> HostPort {
         guard let a = HostPort(parsing: text) else { throw ToolError.usage("\(option): '\(text)' is not HOST:PORT") }
         return a
@@ -251,7 +261,7 @@ public enum PeerSyncCommand {
             throw ToolError.usage("the offer carries no address: give --connect HOST:PORT")
         }
         let opts = try options(ctx)
-        let wait = try ctx.args.timeSpan("wait", default: SyncLimits.defaultBusyWait)
+        let wait = try waitSpan(ctx)
         let store = try ctx.store()
         let (obs, _) = try observer(ctx)
         installStopHandlers()
@@ -268,7 +278,7 @@ public enum PeerSyncCommand {
     static func runConnect(_ ctx: ToolContext) throws -> ExitStatus {
         let target = try ctx.args.argument("HOST:PORT").map { try address($0, option: "HOST:PORT") }
         let opts = try options(ctx)
-        let wait = try ctx.args.timeSpan("wait", default: SyncLimits.defaultBusyWait)
+        let wait = try waitSpan(ctx)
         let store = try ctx.store()
         let (obs, _) = try observer(ctx)
         installStopHandlers()
