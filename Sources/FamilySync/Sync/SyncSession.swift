@@ -200,7 +200,7 @@ final class SyncSession {
             if doneSent != nil, peerDone != nil { return }
             if channel.peerClosed != nil {
                 let why = channel.closedMidFrame ? "closed the connection in the middle of a frame" : "closed the connection before DONE"
-                throw TLSError(.io, "\(peer.device) \(why)")
+                throw TLSError(.io, "the peer \(why)")
             }
             if SyncStop.isRequested { throw SessionInterrupted() }
             try produce()
