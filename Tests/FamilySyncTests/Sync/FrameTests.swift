@@ -1,0 +1,70 @@
+import Testing
+@testable import FamilySync
+
+@Suite struct FrameTests {
+    func decodeAll(_ bytes: [UInt8], chunk: Int) throws -> [Frame] {
+        var d = FrameDecoder()
+        var out: [Frame] = []
+        var i = 0
+        while i < bytes.count {
+            let j = min(bytes.count, i + chunk)
+            bytes[i..<j].withUnsafeBytes { d.append($0) }
+            while let f = try d.next() { out.append(f) }
+            i = j
+        }
+        #expect(d.buffered == 0)
+        return out
+    }
+
+    @Test(arguments: [1, 2, 5, 7, 4096])
+    func framesSurviveAnySplit(chunk: Int) throws {
+        let stream = Frame.encode(.hello, Array("{\"a\":1}".utf8)) + Frame.encode(.ping, []) + Frame.encode(.photoData, [UInt8](repeating: 9, count: 3000))
+        let frames = try decodeAll(stream, chunk: chunk)
+        #expect(frames.map(\.type) == [.hello, .ping, .photoData])
+        #expect(frames[0].payload == Array("{\"a\":1}".utf8))
+        #expect(frames[1].payload.isEmpty)
+        #expect(frames[2].payload.count == 3000)
+    }
+
+    @Test func headerIsBigEndianLengthThenType() {
+        #expect(Frame.encode(.done, [1, 2, 3]) == [0, 0, 0, 3, 0x30, 1, 2, 3])
+    }
+
+    @Test func oversizedFrameIsRefusedFromItsHeaderAlone() {
+        var d = FrameDecoder()
+        let n = UInt32(Frame.maxPayloadBytes + 1)
+        [UInt8(n >> 24), UInt8(n >> 16 & 0xFF), UInt8(n >> 8 & 0xFF), UInt8(n & 0xFF), 0x10].withUnsafeBytes { d.append($0) }
+        #expect(throws: ProtocolError.self) { try d.next() }
+        do { _ = try d.next() } catch { #expect(error.message == "frame of \(Frame.maxPayloadBytes + 1) bytes exceeds the limit of \(Frame.maxPayloadBytes)") }
+    }
+
+    @Test func largestFrameIsAccepted() throws {
+        let frames = try decodeAll(Frame.encode(.records, [UInt8](repeating: 0x41, count: Frame.maxPayloadBytes)), chunk: 1 << 16)
+        #expect(frames.count == 1 && frames[0].payload.count == Frame.maxPayloadBytes)
+    }
+
+    @Test(arguments: [UInt8(0x00), 0x07, 0x12, 0x7E, 0xFF])
+    func unknownTypeIsAProtocolError(type: UInt8) {
+        var d = FrameDecoder()
+        [0, 0, 0, 0, type].withUnsafeBytes { d.append($0) }
+        do {
+            _ = try d.next()
+            Issue.record("decoded an unknown type")
+        } catch {
+            #expect(error.message.hasPrefix("unknown frame type 0x"))
+        }
+    }
+
+    @Test func truncatedFrameWaitsAndNeverYields() throws {
+        var d = FrameDecoder()
+        let f = Frame.encode(.hello, Array("{}".utf8))
+        f.dropLast().withUnsafeBytes { d.append(UnsafeRawBufferPointer($0)) }
+        #expect(try d.next() == nil)
+        #expect(d.buffered == f.count - 1)
+    }
+
+    @Test(arguments: ["", "[]", "{", "\"x\"", "{\"a\":}", "nul"])
+    func controlFramesMustBeJSONObjects(text: String) {
+        #expect(throws: ProtocolError.self) { try Frame(.hello, Array(text.utf8)).json() }
+    }
+}

@@ -1,0 +1,84 @@
+import Foundation
+import Testing
+@testable import FamilySync
+
+@Suite struct SessionKeysTests {
+    static let family = "6A1C1D2E-0F3A-4B5C-8D6E-7F8091A2B3C4"
+    static let a = "11111111-2222-4333-8444-555555555555"
+    static let b = "AAAAAAAA-BBBB-4CCC-8DDD-EEEEEEEEEEEE"
+
+    @Test func identitiesRoundTrip() {
+        for id in [SessionIdentity.sync(family: Self.family, client: Self.a, server: Self.b, epoch: 7),
+                   SessionIdentity.pair(family: Self.family, tag: String(repeating: "ab", count: 16))] {
+            #expect(SessionIdentity(bytes: id.bytes) == id)
+        }
+        #expect(SessionIdentity.sync(family: Self.family, client: Self.a, server: Self.b, epoch: 0).text == "FS1 S \(Self.family) \(Self.a) \(Self.b) 0")
+    }
+
+    @Test(arguments: [
+        "", "FS1", "FS2 S \(family) \(a) \(b) 0", "FS1 X \(family) \(a) \(b) 0", "FS1 S \(family) \(a) \(b)",
+        "FS1 S \(family) \(a) \(b) -1", "FS1 S \(family) \(a) \(b) 01", "FS1 S \(family) \(a) \(b) 0 extra",
+        "FS1 S \(family.lowercased()) \(a) \(b) 0", "FS1 S \(family)  \(a) \(b) 0", "FS1 P \(family) ABABABABABABABABABABABABABABABAB",
+        "FS1 P \(family) abab", "FS1 S \(family) \(a) \(b) 99999999999999999999", "FS1 S \(family) \(a) \(b) 0\u{0}",
+    ])
+    func malformedIdentitiesAreRejected(text: String) {
+        #expect(SessionIdentity(bytes: Array(text.utf8)) == nil)
+    }
+
+    /// The derivations, recomputed with the openssl command line as an independent HKDF.
+    static func opensslHKDF(key: [UInt8], salt: String, info: [UInt8], length: Int) -> [UInt8]? {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        p.arguments = ["openssl", "kdf", "-keylen", String(length), "-kdfopt", "digest:SHA256", "-kdfopt", "hexkey:" + Hex.encode(key),
+                       "-kdfopt", "salt:" + salt, "-kdfopt", "hexinfo:" + Hex.encode(info), "HKDF"]
+        let pipe = Pipe()
+        p.standardOutput = pipe
+        p.standardError = FileHandle.nullDevice
+        guard (try? p.run()) != nil else { return nil }
+        let out = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        p.waitUntilExit()
+        guard p.terminationStatus == 0 else { return nil }
+        return Hex.decode(out.trimmingCharacters(in: .whitespacesAndNewlines).replacingOccurrences(of: ":", with: ""))
+    }
+
+    static func joined(_ fields: [String]) -> [UInt8] { Array(fields.joined(separator: "\u{0}").utf8) }
+
+    @Test func derivationsMatchAnIndependentHKDF() throws {
+        let fk = [UInt8](0..<32), dk = [UInt8](32..<64)
+        let nonce = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567"
+        let cases: [([UInt8], [UInt8]?)] = [
+            (try SessionKeys.familyPSK(familyKey: fk, family: Self.family, epoch: 3, client: Self.a, server: Self.b),
+             Self.opensslHKDF(key: fk, salt: "family-sync/1 sync", info: Self.joined(["family-key", Self.family, "3", Self.a, Self.b]), length: 32)),
+            (try SessionKeys.devicePSK(deviceKey: dk, family: Self.family, client: Self.a, server: Self.b),
+             Self.opensslHKDF(key: dk, salt: "family-sync/1 sync", info: Self.joined(["device-key", Self.family, Self.a, Self.b]), length: 32)),
+            (try SessionKeys.pairingPSK(nonce: nonce, family: Self.family),
+             Self.opensslHKDF(key: Array(nonce.utf8), salt: "family-sync/1 pair", info: Self.joined(["pair", Self.family]), length: 32)),
+            (Hex.decode(try SessionKeys.offerTag(nonce: nonce, family: Self.family))!,
+             Self.opensslHKDF(key: Array(nonce.utf8), salt: "family-sync/1 pair-tag", info: Self.joined(["tag", Self.family]), length: 16)),
+        ]
+        for (ours, theirs) in cases {
+            let t = try #require(theirs, "openssl kdf is installed by 'make test'")
+            #expect(ours == t)
+        }
+    }
+
+    @Test func keysAreBoundToBothDevicesTheirRolesAndTheEpoch() throws {
+        let fk = try secureRandomBytes(32)
+        let base = try SessionKeys.familyPSK(familyKey: fk, family: Self.family, epoch: 0, client: Self.a, server: Self.b)
+        let others = [
+            try SessionKeys.familyPSK(familyKey: fk, family: Self.family, epoch: 0, client: Self.b, server: Self.a),
+            try SessionKeys.familyPSK(familyKey: fk, family: Self.family, epoch: 1, client: Self.a, server: Self.b),
+            try SessionKeys.familyPSK(familyKey: fk, family: Self.family, epoch: 0, client: Self.a, server: "BBBBBBBB-BBBB-4CCC-8DDD-EEEEEEEEEEEE"),
+            try SessionKeys.devicePSK(deviceKey: fk, family: Self.family, client: Self.a, server: Self.b),
+        ]
+        for o in others { #expect(o != base) }
+        #expect(try SessionKeys.familyPSK(familyKey: fk, family: Self.family, epoch: 0, client: Self.a, server: Self.b) == base)
+    }
+
+    @Test func offerTagDoesNotRevealTheNonce() throws {
+        let nonce = Base32.encode(try secureRandomBytes(20))
+        let tag = try SessionKeys.offerTag(nonce: nonce, family: Self.family)
+        #expect(tag.count == 32)
+        #expect(!tag.uppercased().contains(nonce.prefix(8)))
+    }
+}
