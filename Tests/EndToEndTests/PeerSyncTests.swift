@@ -227,6 +227,158 @@ extension JSONValue {
     }
 }
 
+extension PeerSyncTests {
+    /// A free loopback port nobody listens on.
+    static func closedPort() throws -> UInt16 {
+        let l = try TCPSocket.listen(on: HostPort(host: "127.0.0.1", port: 0))
+        defer { l.close() }
+        return l.localAddress()!.port
+    }
+
+    @Test func nobodyListeningIsExit69WithTheStandardMessage() throws {
+        let dir = TempDir()
+        let owner = dir.file("owner.db"), kid = dir.file("kid.db")
+        let offer = try Household.owner(owner)
+        let server = try ServeProcess(db: owner, dir: dir)
+        #expect(try Household.join(kid, server: server, offer: offer).status == 0)
+        server.stop()
+        let port = try Self.closedPort()
+        let r = try Tools.run("peer-sync", ["connect", "--db", kid, "127.0.0.1:\(port)"], timeout: 30)
+        #expect(r.status == 69)
+        #expect(r.err == "peer-sync: no peer at 127.0.0.1:\(port) (is 'peer-sync serve' running?)\n")
+        #expect(r.out.isEmpty)
+        // Sync Now with the only known peer gone: 69 as well, naming it.
+        let n = try Tools.run("peer-sync", ["connect", "--db", kid], timeout: 30)
+        #expect(n.status == 69)
+        #expect(n.err.contains("no peer at \(server.address) (is 'peer-sync serve' running?)"))
+        // A join with nobody there.
+        let j = try Tools.run("peer-sync", ["join", "--db", dir.file("other.db"), "--connect", "127.0.0.1:\(port)"], input: offer)
+        #expect(j.status == 69)
+        #expect(j.err == "peer-sync: no peer at 127.0.0.1:\(port) (is 'peer-sync serve' running?)\n")
+    }
+
+    @Test func eventsAreNDJSONAndSecretsNeverShow() throws {
+        let dir = TempDir()
+        let owner = dir.file("owner.db"), kid = dir.file("kid.db")
+        let offer = try Household.owner(owner)
+        try Household.addRecords(owner, prefix: "e", count: 3, photos: [Household.photo(1)])
+        let server = try ServeProcess(db: owner, dir: dir)
+        let events = dir.file("join.events")
+        let j = try Household.join(kid, server: server, offer: offer, extra: ["--events", events])
+        #expect(j.status == 0, "\(j.err)")
+        let st = try Tools.run("peer-sync", ["status", "--db", kid])
+        server.stop()
+        let lines = String(decoding: FileManager.default.contents(atPath: events) ?? Data(), as: UTF8.self).split(separator: "\n")
+        let parsed = lines.compactMap { try? JSONParser.parse(String($0)) }
+        #expect(parsed.count == lines.count)
+        #expect(parsed.allSatisfy { $0["event"]?.stringValue != nil && $0["time"]?.stringValue != nil })
+        let names = parsed.compactMap { $0["event"]?.stringValue }
+        for n in ["joined", "hello", "phase", "wave", "done-sent", "done-received", "synced"] { #expect(names.contains(n), "\(n)") }
+
+        // No key, nonce or secret anywhere a user could see it.
+        let o = try Store(path: owner), k = try Store(path: kid)
+        var secrets = [try #require(try o.familySecret()), try #require(try k.ownDeviceKey())].map { Hex.encode($0) }
+        secrets.append(try #require(PairingOffer(text: offer).nonce))
+        let visible = [j.out, j.err, st.out, st.err, server.out, server.err,
+                       String(decoding: FileManager.default.contents(atPath: events) ?? Data(), as: UTF8.self),
+                       String(decoding: FileManager.default.contents(atPath: server.events) ?? Data(), as: UTF8.self)].joined()
+        for s in secrets { #expect(!visible.lowercased().contains(s.lowercased())) }
+        // The stores holding them are 0600.
+        for p in [owner, kid] {
+            let mode = (try FileManager.default.attributesOfItem(atPath: p)[.posixPermissions] as? Int) ?? 0
+            #expect(mode & 0o077 == 0, "\(p) is \(String(mode, radix: 8))")
+        }
+    }
+
+    @Test(arguments: [
+        ("", 66, "<stdin>: no offer found"),
+        ("garbage\n", 65, "<stdin>:1: field 'version': not a family-sync pairing offer"),
+        ("{\"qr\":5}\n", 65, "<stdin>:1: field 'qr': missing"),
+        ("{\"qr\":\n", 65, "<stdin>:1: not JSON"),
+        ("FS1/6A1C1D2E-0F3A-4B5C-8D6E-7F8091A2B3C4/SHORT/4102444800/\n", 65, "<stdin>:1: field 'nonce'"),
+        ("FS1/6A1C1D2E-0F3A-4B5C-8D6E-7F8091A2B3C4/ABCDEFGHIJKLMNOPQRSTUVWXYZ234567/4102444800/\n", 64, "the offer carries no address: give --connect HOST:PORT"),
+        ("FS1/6A1C1D2E-0F3A-4B5C-8D6E-7F8091A2B3C4/ABCDEFGHIJKLMNOPQRSTUVWXYZ234567/1000000000/127.0.0.1:9\n", 77, "offer expired at 2001-09-09T01:46:40.000Z"),
+    ])
+    func badOffersAreRefusedBeforeConnecting(input: String, status: Int32, message: String) throws {
+        let dir = TempDir()
+        let db = dir.file("kid.db")
+        let r = try Tools.run("peer-sync", ["join", "--db", db], input: input)
+        #expect(r.status == status)
+        #expect(r.err.hasPrefix("peer-sync: " + message), "\(r.err)")
+        #expect(r.out.isEmpty)
+        if FileManager.default.fileExists(atPath: db) { #expect(try Store(path: db).family() == nil) }
+    }
+
+    @Test func oversizedOfferInputIsRefused() throws {
+        let dir = TempDir()
+        let r = try Tools.run("peer-sync", ["join", "--db", dir.file("kid.db")], input: String(repeating: "A", count: OfferInput.maxBytes + 10))
+        #expect(r.status == 65)
+        #expect(r.err.contains("longer than \(OfferInput.maxBytes) bytes"))
+    }
+
+    @Test(arguments: [
+        (["connect", "nohost"], "HOST:PORT: 'nohost' is not HOST:PORT"),
+        (["connect", "h:99999"], "HOST:PORT: 'h:99999' is not HOST:PORT"),
+        (["serve", "--listen", "x"], "--listen: 'x' is not HOST:PORT"),
+        (["connect", "--wave-timeout", "0s", "h:1"], "--wave-timeout: '0s' is not a duration"),
+        (["connect", "--wait", "soon", "h:1"], "--wait: 'soon' is not a duration"),
+        (["revoke"], "missing argument DEVICE"),
+        (["frobnicate"], "unknown command 'frobnicate'"),
+        ([], "missing command"),
+    ])
+    func usageErrors(args: [String], message: String) throws {
+        let dir = TempDir()
+        let r = try Tools.run("peer-sync", args.count > 0 && args[0] != "frobnicate" ? [args[0], "--db", dir.file("s.db")] + args.dropFirst() : args)
+        #expect(r.status == 64)
+        #expect(r.err.hasPrefix("peer-sync: " + message), "\(r.err)")
+        #expect(r.err.contains("See 'peer-sync"))
+    }
+
+    @Test func statusOfAStoreWithoutAFamily() throws {
+        let dir = TempDir()
+        let r = try Tools.run("peer-sync", ["status", "--db", dir.file("new.db")])
+        #expect(r.status == 0)
+        let s = try #require(r.json)
+        #expect(s["family"]?.isNull == true)
+        #expect(s["devices"]?.arrayValue?.isEmpty == true)
+        let c = try Tools.run("peer-sync", ["connect", "--db", dir.file("new.db"), "127.0.0.1:9"])
+        #expect(c.status == 66)
+        #expect(c.err.contains("belongs to no family yet"))
+        let v = try Tools.run("peer-sync", ["serve", "--db", dir.file("new.db"), "--listen", "127.0.0.1:0"])
+        #expect(v.status == 66)
+    }
+
+    @Test func revokeChecksWhoAndWhat() throws {
+        let dir = TempDir()
+        let owner = dir.file("owner.db"), kid = dir.file("kid.db")
+        let offer = try Household.owner(owner)
+        let server = try ServeProcess(db: owner, dir: dir)
+        #expect(try Household.join(kid, server: server, offer: offer).status == 0)
+        server.stop()
+        let before = try Household.fingerprint(owner)
+        var r = try Tools.run("peer-sync", ["revoke", "--db", kid, try Household.device(owner)])
+        #expect(r.status == 77)
+        #expect(r.err.contains("only the owner's device revokes devices"))
+        r = try Tools.run("peer-sync", ["revoke", "--db", owner, "FFFFFFFF"])
+        #expect(r.status == 65)
+        #expect(r.err.contains("no device of this family starts with 'FFFFFFFF'"))
+        r = try Tools.run("peer-sync", ["revoke", "--db", owner, try Household.device(owner)])
+        #expect(r.status == 64)
+        r = try Tools.run("peer-sync", ["revoke", "--db", owner, "AB"])
+        #expect(r.status == 64)
+        #expect(try Household.fingerprint(owner) == before)
+        let id = try Household.device(kid)
+        r = try Tools.run("peer-sync", ["revoke", "--db", owner, id.lowercased()])
+        #expect(r.status == 0, "\(r.err)")
+        #expect(r.json?["revoked"]?.stringValue == id)
+        #expect(r.json?["devices"]?.int64Value == 1)
+        r = try Tools.run("peer-sync", ["revoke", "--db", owner, id])
+        #expect(r.status == 0)
+        #expect(r.json?["alreadyRevoked"]?.boolValue == true)
+        #expect(r.json?["epoch"]?.int64Value == 1)
+    }
+}
+
 /// Any tool running in the background with stdout and stderr in files.
 final class BackgroundRun {
     let process = Process()
