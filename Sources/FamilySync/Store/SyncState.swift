@@ -172,10 +172,28 @@ extension Store {
     }
 
     /// Keeps a received photo whose bytes the caller has already hashed to
-    /// `sha256` as they arrived (so they are not hashed twice).
+    /// `sha256` as they arrived (so they are not hashed twice). The bytes are
+    /// bound without a copy: SQLite reads them during the step, while the
+    /// caller still holds them.
     func keepVerifiedPhoto(_ bytes: [UInt8], sha256: String, now: Timestamp) throws {
-        try db.run("INSERT OR IGNORE INTO photos (sha256, size, added_at, bytes) VALUES (?, ?, ?, ?)",
-                   [.text(sha256), .int(Int64(bytes.count)), .int(now.milliseconds), .blob(bytes)])
+        let s = try db.prepare("INSERT OR IGNORE INTO photos (sha256, size, added_at, bytes) VALUES (?, ?, ?, ?)")
+        defer { s.reset() }
+        try s.bind([.text(sha256), .int(Int64(bytes.count)), .int(now.milliseconds)])
+        try bytes.withUnsafeBytes { b in
+            let rc = sqlite3_bind_blob64(s.stmt, 4, b.baseAddress ?? UnsafeRawPointer(bitPattern: 1), sqlite3_uint64(b.count), nil)
+            try db.check(rc, "binding a received photo")
+            while try s.step() {}
+        }
+    }
+
+    /// Lets the session's connection grow the write-ahead log to `pages`
+    /// before checkpointing (fewer checkpoints, each with its fsyncs, while a
+    /// library streams in). Returns the previous setting, to put back.
+    @discardableResult
+    func setAutoCheckpoint(pages: Int64) throws -> Int64 {
+        let before = try db.scalarInt("PRAGMA wal_autocheckpoint") ?? 1000
+        _ = try db.scalarInt("PRAGMA wal_autocheckpoint = \(pages)")
+        return before
     }
 
     // MARK: Offers

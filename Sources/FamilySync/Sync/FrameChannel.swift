@@ -67,8 +67,9 @@ final class FrameChannel {
         var frames: [Frame] = []
         var progressed = try flush()
         progressed = try readAvailable(into: &frames) || progressed
-        if !frames.isEmpty || peerClosed != nil { return frames }
-        if progressed && backlog > 0 { return frames }
+        // Any progress goes back to the session first: it may have more to
+        // queue now that the buffer drained, or frames to act on.
+        if !frames.isEmpty || peerClosed != nil || progressed { return frames }
         var fds = [pollfd(fd: tls.socket.fd, events: Int16(POLLIN) | ((backlog > 0 || readWantsWrite) ? Int16(POLLOUT) : 0), revents: 0)]
         if let side = sideWatch { fds.append(pollfd(fd: side.fd, events: Int16(POLLIN), revents: 0)) }
         let rc = poll(&fds, nfds_t(fds.count), waitMilliseconds)

@@ -19,6 +19,8 @@ final class PhotoWaves {
     private var expired: Set<String> = []
     private var lastActivity = Deadline.now()
     private var assembly: PhotoAssembly?
+    /// The last assembly's buffer, reused so each photo does not fault in fresh memory.
+    private var spare: [UInt8] = []
 
     private(set) var waveNumber = 0
     private(set) var finished = false
@@ -100,7 +102,8 @@ final class PhotoWaves {
         } else {
             guard offset == 0 else { throw ProtocolError("PHOTO-DATA starts at offset \(offset), not 0") }
             guard outstanding.contains(hash) || expired.contains(hash) else { throw ProtocolError("PHOTO-DATA for a photo already answered") }
-            a = PhotoAssembly(hash: hash, total: Int(total), discard: !outstanding.contains(hash))
+            a = PhotoAssembly(hash: hash, total: Int(total), discard: !outstanding.contains(hash), buffer: spare)
+            spare = []
             assembly = a
         }
         guard a.count + body.count <= a.total else { throw ProtocolError("PHOTO-DATA runs past the photo's declared size") }
@@ -108,6 +111,7 @@ final class PhotoWaves {
         lastActivity = Deadline.now()
         guard a.count == a.total else { return nil }
         assembly = nil
+        defer { spare = a.takeBuffer() }
         if a.discard { return nil }
         outstanding.remove(hash)
         guard a.digestHex() == hash else {
@@ -128,11 +132,12 @@ final class PhotoAssembly {
     private(set) var bytes: [UInt8]
     private let ctx: OpaquePointer
 
-    init(hash: String, total: Int, discard: Bool) {
+    init(hash: String, total: Int, discard: Bool, buffer: [UInt8] = []) {
         self.hash = hash
         self.total = total
         self.discard = discard
-        bytes = []
+        bytes = buffer
+        bytes.removeAll(keepingCapacity: true)
         if !discard { bytes.reserveCapacity(total) }
         ctx = EVP_MD_CTX_new()!
         EVP_DigestInit_ex(ctx, EVP_sha256(), nil)
@@ -150,6 +155,15 @@ final class PhotoAssembly {
 
     /// Bytes received so far (kept, or only counted for a discarded late photo).
     private(set) var count = 0
+
+    /// Hands the buffer on for reuse (when it is not oversized).
+    func takeBuffer() -> [UInt8] {
+        defer { bytes = [] }
+        return bytes.capacity <= PhotoAssembly.reusableCapacity ? bytes : []
+    }
+
+    /// Buffers up to this size are kept for the next photo; a rare huge one is freed.
+    static let reusableCapacity = 8 << 20
 
     func digestHex() -> String {
         var out = [UInt8](repeating: 0, count: 32)

@@ -44,6 +44,10 @@ public enum SyncLimits {
     public static let maxBusyResponders = 8
     /// The default port `serve` listens on and `connect` assumes.
     public static let defaultPort: UInt16 = 7433
+    /// Write-ahead-log pages (4 KiB each) a session lets accumulate before a
+    /// checkpoint: 64 MiB, so receiving a library costs a few dozen
+    /// checkpoints and their fsyncs rather than one every four megabytes.
+    public static let sessionAutoCheckpointPages: Int64 = 16384
     /// How often a waiting server looks whether it was asked to stop.
     public static let stopCheckInterval = TimeSpan(milliseconds: 100)
     /// Progress events are written at most this often.

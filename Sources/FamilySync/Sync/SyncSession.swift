@@ -75,6 +75,8 @@ final class SyncSession {
     /// whose status says how it ended otherwise (65 protocol error, 69 the
     /// peer vanished or went silent); the store keeps whole applied batches only.
     func run() throws -> SyncSummary {
+        let checkpointBefore = try store.setAutoCheckpoint(pages: SyncLimits.sessionAutoCheckpointPages)
+        defer { _ = try? store.setAutoCheckpoint(pages: checkpointBefore) }
         do {
             try exchangeHellos()
             try loop()
