@@ -27,4 +27,6 @@ static inline int fs_sk_X509_num(const STACK_OF(X509) *sk) { return sk_X509_num(
 static inline STACK_OF(X509) *fs_sk_X509_new_null(void) { return sk_X509_new_null(); }
 static inline int fs_sk_X509_push(STACK_OF(X509) *sk, X509 *x) { return sk_X509_push(sk, x); }
 static inline void fs_sk_X509_free(STACK_OF(X509) *sk) { sk_X509_free(sk); }
+static inline X509 *fs_sk_X509_value(const STACK_OF(X509) *sk, int i) { return sk_X509_value(sk, i); }
+static inline unsigned long fs_XN_FLAG_RFC2253(void) { return XN_FLAG_RFC2253; }
 #endif
