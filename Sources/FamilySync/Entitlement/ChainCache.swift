@@ -15,7 +15,8 @@ final class ChainCache {
         let leafSubject: String
         /// ES256 verification with the leaf's key, or why the key cannot do it.
         let verifier: Result<ECDSAVerifier, ECPublicKey.KeyProblem>
-        /// Second-precision bounds, both inclusive, as X.509 validity is.
+        /// Second-precision bounds as OpenSSL applies them: valid from
+        /// `validFrom` (inclusive) until `validUntil` (exclusive).
         let validFrom: Timestamp
         let validUntil: Timestamp
 
@@ -28,7 +29,7 @@ final class ChainCache {
 
         func covers(_ t: Timestamp) -> Bool {
             let seconds = Timestamp(milliseconds: t.milliseconds - ((t.milliseconds % 1000) + 1000) % 1000)
-            return validFrom <= seconds && seconds <= validUntil
+            return validFrom <= seconds && seconds < validUntil
         }
     }
 
@@ -38,6 +39,9 @@ final class ChainCache {
     }
 
     private var entries = BoundedCache<ByteKey, Judgement>(capacity: ChainCache.capacity)
+    /// Full chain-policy evaluations run (cache misses), for tests and benchmarks.
+    private(set) var evaluations = 0
+    var count: Int { entries.count }
     let policy: ChainPolicy
     let trustStore: X509TrustStore
 
@@ -65,6 +69,7 @@ final class ChainCache {
         case let .trusted(t)? where t.covers(time): return .success(t)
         default: break
         }
+        evaluations += 1
         let leafCert: X509Certificate, intermediateCert: X509Certificate
         do { leafCert = try X509Certificate(der: leaf) } catch {
             return remember(key, untrusted: "x5c[0] is not a certificate: \(error)")

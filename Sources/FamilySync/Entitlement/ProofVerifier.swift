@@ -30,6 +30,11 @@ public final class ProofVerifier {
     }
     private var headers = BoundedCache<ByteKey, HeaderEntry>(capacity: ProofVerifier.headerCacheCapacity)
 
+    /// How many times a chain was judged in full rather than from memory.
+    public var chainEvaluations: Int { chains.evaluations }
+    /// Chains remembered now (at most `ChainCache.capacity`).
+    var rememberedChains: Int { chains.count }
+
     /// A verifier pinned on `anchors` (default: the bundled Apple Root CA - G3).
     public init(anchors: [X509Certificate]? = nil) throws {
         let roots = try anchors ?? TrustAnchors.appleRootCAG3()
