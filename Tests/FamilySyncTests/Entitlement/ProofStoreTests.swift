@@ -3,7 +3,7 @@ import Testing
 @testable import FamilySync
 
 /// Keeping proofs in a store and the launch-time re-check.
-@Suite struct ProofStoreTests {
+@Suite final class ProofStoreTests {
     let pki = TestPKI.appleLike
     let dir: String
     let store: Store
@@ -13,6 +13,8 @@ import Testing
         dir = template.withUnsafeMutableBufferPointer { String(cString: mkdtemp($0.baseAddress!)) }
         store = try Store(path: dir + "/store.db")
     }
+
+    deinit { try? FileManager.default.removeItem(atPath: dir) }
 
     func token(signed: String = "2026-06-01T12:00:00Z", expires: String? = "2026-12-30T10:00:00Z", extra: [(String, JSONValue)] = []) -> String {
         ProofVerifierTests.token(pki, payload: TokenBuilder.transaction(signedDate: TestPKI.t(signed), expires: expires.map(TestPKI.t), extra: extra))
