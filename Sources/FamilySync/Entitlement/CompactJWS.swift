@@ -1,3 +1,5 @@
+import Foundation
+
 /// The three dot-separated segments of a compact JWS, as byte ranges of the
 /// token; nothing is decoded yet. Only the compact serialization is a proof
 /// (StoreKit's `jwsRepresentation`); the JSON serialization is refused.
@@ -25,9 +27,12 @@ public struct CompactJWS: Sendable, Equatable {
             return .failure(ProofFailure(.malformed, "a JSON object, not a compact JWS: only the compact serialization header.payload.signature is accepted"))
         }
         var dots: [Int] = []
-        for i in 0..<n where token[i] == UInt8(ascii: ".") {
+        var from = 0
+        let base = token.baseAddress!
+        while dots.count <= 2, from < n, let p = memchr(base + from, Int32(UInt8(ascii: ".")), n - from) {
+            let i = base.distance(to: UnsafeRawPointer(p))
             dots.append(i)
-            if dots.count > 2 { break }
+            from = i + 1
         }
         guard dots.count == 2 else {
             let segments = dots.count > 2 ? "more than 3" : String(dots.count + 1)

@@ -30,4 +30,28 @@ public enum ProofVerdict: Sendable {
             return .object(o)
         }
     }
+
+    /// The line `json` describes, newline-terminated, built straight into
+    /// bytes: a valid proof's payload is copied as signed when it is already
+    /// one line, so a batch does not re-serialize every payload.
+    public func appendLine(to out: inout [UInt8]) {
+        guard case let .valid(p) = self, p.payload.textIsOneLine else {
+            out.append(contentsOf: json.serialized.utf8)
+            out.append(0x0A)
+            return
+        }
+        out.append(contentsOf: #"{"valid":true,""#.utf8)
+        out.append(contentsOf: p.kind.payloadKey.utf8)
+        out.append(contentsOf: #"":"#.utf8)
+        out.append(contentsOf: p.payload.text)
+        out.append(contentsOf: #","entitledUntil":"#.utf8)
+        if let until = p.entitledUntil {
+            out.append(0x22)
+            out.append(contentsOf: until.rfc3339.utf8)
+            out.append(0x22)
+        } else {
+            out.append(contentsOf: "null".utf8)
+        }
+        out.append(contentsOf: "}\n".utf8)
+    }
 }

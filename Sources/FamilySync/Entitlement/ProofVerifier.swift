@@ -1,3 +1,5 @@
+import Foundation
+
 /// Proof of having passed the verifier; nothing else can make one.
 struct VerificationSeal {
     fileprivate init() {}
@@ -29,6 +31,7 @@ public final class ProofVerifier {
         }
     }
     private var headers = BoundedCache<ByteKey, HeaderEntry>(capacity: ProofVerifier.headerCacheCapacity)
+    private var lastHeader: (key: ByteKey, entry: HeaderEntry)?
 
     /// How many times a chain was judged in full rather than from memory.
     public var chainEvaluations: Int { chains.evaluations }
@@ -61,13 +64,18 @@ public final class ProofVerifier {
         case let .success(s): jws = s
         }
         let headerBytes = UnsafeRawBufferPointer(rebasing: token[jws.header])
-        let headerKey = ByteKey(headerBytes)
         let entry: HeaderEntry
-        if let e = headers[headerKey] {
-            entry = e
+        if let last = lastHeader, ProofVerifier.same(last.key.bytes, headerBytes) {
+            entry = last.entry  // a batch from one leaf repeats the same header
         } else {
-            entry = HeaderEntry(JWSHeader.evaluate(headerBytes))
-            headers.insert(entry, for: headerKey)
+            let headerKey = ByteKey(headerBytes)
+            if let e = headers[headerKey] {
+                entry = e
+            } else {
+                entry = HeaderEntry(JWSHeader.evaluate(headerBytes))
+                headers.insert(entry, for: headerKey)
+            }
+            lastHeader = (headerKey, entry)
         }
         if case let .failure(f) = entry.result, f.reason == .malformed { return fail(f) }
         let payload: SignedPayload
@@ -118,6 +126,12 @@ public final class ProofVerifier {
         }
         let text = String(decoding: token, as: UTF8.self)
         return .valid(VerifiedProof(seal: VerificationSeal(), jws: text, payload: payload, verifiedAt: now))
+    }
+
+    static func same(_ a: [UInt8], _ b: UnsafeRawBufferPointer) -> Bool {
+        guard a.count == b.count else { return false }
+        guard !a.isEmpty else { return true }
+        return a.withUnsafeBytes { memcmp($0.baseAddress!, b.baseAddress!, a.count) == 0 }
     }
 
     static func trimmed(_ b: UnsafeRawBufferPointer) -> UnsafeRawBufferPointer {

@@ -5,6 +5,8 @@ public struct SignedPayload: Sendable {
     public var kind: SignedPayloadKind
     /// The whole payload, as signed (object keys in their order, numbers as written).
     public var json: JSONValue
+    /// The payload's JSON text exactly as signed.
+    public var text: [UInt8]
     /// When Apple signed it; certificates are judged at this time.
     public var signedDate: Timestamp?
     public var bundleID: String?
@@ -35,7 +37,7 @@ public struct SignedPayload: Sendable {
             return .failure(Unreadable(failure: ProofFailure(.malformed, "payload is \(ProofFailure.quote(json)), not a JSON object")))
         }
         do {
-            return .success(try SignedPayload(kind: kind, json: json))
+            return .success(try SignedPayload(kind: kind, json: json, text: bytes))
         } catch let f as ProofFailure {
             return .failure(Unreadable(failure: f, json: json))
         } catch {
@@ -43,9 +45,10 @@ public struct SignedPayload: Sendable {
         }
     }
 
-    init(kind: SignedPayloadKind, json: JSONValue) throws {
+    init(kind: SignedPayloadKind, json: JSONValue, text: [UInt8]) throws {
         self.kind = kind
         self.json = json
+        self.text = text
         signedDate = try SignedPayload.time(json, "signedDate")
         switch kind {
         case .transaction:
@@ -72,6 +75,17 @@ public struct SignedPayload: Sendable {
                 }
             }
         }
+    }
+
+    /// Whether `text` can go into a JSON line as it is: no raw line breaks or
+    /// tabs between tokens, no U+2028/U+2029 (which the writer escapes).
+    /// Control characters inside strings were already refused by the parser.
+    public var textIsOneLine: Bool {
+        for (i, b) in text.enumerated() {
+            if b == 0x0A || b == 0x0D || b == 0x09 { return false }
+            if b == 0xE2, i + 2 < text.count, text[i + 1] == 0x80, text[i + 2] == 0xA8 || text[i + 2] == 0xA9 { return false }
+        }
+        return true
     }
 
     static func present(_ obj: JSONValue, _ key: String) -> JSONValue? {

@@ -112,8 +112,11 @@ public enum JWSVerifyCommand {
     }
 
     private static func batch(_ ctx: ToolContext, verifier: ProofVerifier, kind: SignedPayloadKind, policy: ProofPolicy) throws -> ExitStatus {
+        var line: [UInt8] = []
         let allValid = try eachVerdict(ctx, verifier: verifier, kind: kind, policy: policy) { _, verdict in
-            try ctx.out.writeLine(verdict.json)
+            line.removeAll(keepingCapacity: true)
+            verdict.appendLine(to: &line)
+            try ctx.out.write(line)
         }
         return allValid ? .success : .negative
     }
@@ -135,8 +138,11 @@ public enum JWSVerifyCommand {
         let policy = try storePolicy(ctx, given: given)
         var proofs: [VerifiedProof] = []
         var firstInvalid: (Int, ProofFailure)?
+        var out: [UInt8] = []
         let allValid = try eachVerdict(ctx, verifier: verifier, kind: .transaction, policy: policy) { line, verdict in
-            try ctx.out.writeLine(verdict.json)
+            out.removeAll(keepingCapacity: true)
+            verdict.appendLine(to: &out)
+            try ctx.out.write(out)
             switch verdict {
             case let .valid(p):
                 proofs.append(p)

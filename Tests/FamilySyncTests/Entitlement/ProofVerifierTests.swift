@@ -381,3 +381,34 @@ import Testing
         #expect(v.failure?.detail.contains("96 bytes") == true || v.failure?.detail.contains("P-384") == true)
     }
 }
+
+/// The fast line writer says exactly what the JSON value says.
+@Suite struct VerdictLineTests {
+    @Test(arguments: [
+        TokenBuilder.transaction(),
+        TokenBuilder.transaction(expires: nil),
+        TokenBuilder.transaction(extra: [("note", .string("line\u{2028}separator"))]),
+        TokenBuilder.transaction(extra: [("bundleId", .string("com.other"))]),
+    ])
+    func lineMatchesJSON(payload: JSONValue) throws {
+        let pki = TestPKI.allP256
+        let v = try pki.verifier().verify(ProofVerifierTests.token(pki, payload: payload), policy: TokenBuilder.policy, now: TestPKI.now)
+        var line: [UInt8] = []
+        v.appendLine(to: &line)
+        #expect(line.last == 0x0A)
+        #expect(line.dropLast().allSatisfy { $0 != 0x0A && $0 != 0x0D })
+        #expect(try JSONParser.parse(line.dropLast()) == v.json)
+        #expect(try JSONParser.parse(line.dropLast()).serialized == v.json.serialized)
+    }
+
+    /// A payload signed with whitespace and line breaks is re-serialized onto one line.
+    @Test func multiLinePayloadIsReserialized() throws {
+        let pki = TestPKI.allP256
+        let text = "{\n  \"bundleId\": \"com.example.family\",\n\t\"productId\": \"family.monthly\", \"environment\": \"Production\",\r\n \"signedDate\": \(TestPKI.signedDate.milliseconds)\n}"
+        let v = try pki.verifier().verify(ProofVerifierTests.signedRaw(pki, payload: text), policy: TokenBuilder.policy, now: TestPKI.now)
+        #expect(v.isValid)
+        var line: [UInt8] = []
+        v.appendLine(to: &line)
+        #expect(String(decoding: line, as: UTF8.self) == v.json.serialized + "\n")
+    }
+}
