@@ -11,7 +11,7 @@ public enum JWSVerifyCommand {
 
         Without --root, Apple Root CA - G3 (compiled in; SHA-256 63:34:3A:BF:B8:9A:6A:03:EB:B5:7E:9B:3F:5F:A7:BE:7C:4F:5C:75:6F:30:17:B3:A8:C4:88:C3:65:3E:91:79) is the only anchor. --root replaces it. Verified chains are remembered in memory by the exact bytes of leaf and intermediate, so a batch from one leaf costs one P-256 verification per token.
 
-        Store mode keeps the family's proof. jws-verify --db STORE --save reads transactions like a batch and, only when every line is valid, keeps them in the store (the owner's purchase). jws-verify --db STORE re-verifies the kept proofs at the current time, as a member does on every launch, and prints {"entitled", "until", "reason", "source"}: until is the proof's expiresDate (null: no end), reason is null when entitled, no-proof when the store holds none, else the newest proof's reason code (with a detail); source is local or peer:DEVICE. A store or kept proof that cannot be read is an error, never a silent free.
+        Store mode (--db or --save) keeps the family's proof. jws-verify --db STORE --save reads transactions like a batch and, only when every line is valid, keeps them in the store (the owner's purchase). jws-verify --db STORE re-verifies the kept proofs at the current time, as a member does on every launch, and prints {"entitled", "until", "reason", "source"}: until is the proof's expiresDate (null: no end), reason is null when entitled, no-proof when the store holds none, else the newest proof's reason code (with a detail); source is local or peer:DEVICE. A store or kept proof that cannot be read is an error, never a silent free.
 
         The store's settings bundle_id, products and allow_sandbox are set once, by giving --bundle-id (with any --product and --allow-sandbox) together with --db; the three are replaced together, and later runs without --bundle-id use them.
         """,
@@ -27,7 +27,9 @@ public enum JWSVerifyCommand {
             OptionSpec("type", valueName: "TYPE",
                        help: "What the tokens are: transaction (checked for bundle, product, environment, revocation, expiry; yields entitledUntil), renewal-info (environment only) or notification (a notification signedPayload: bundle and environment of its data). Only transactions entitle.",
                        default: "transaction", completion: .values(SignedPayloadKind.allCases.map(\.rawValue))),
-            CommonOptions.db,
+            OptionSpec("db", valueName: "PATH",
+                       help: "Work on this store: check its kept proof, or keep proofs with --save. Created on first use.",
+                       default: "with --save, $FAMILY_SYNC_DB, else $XDG_DATA_HOME/family-sync/store.db", completion: .file),
             .flag("save", help: "Verify the transactions read and, when all are valid, keep them in the store as the family's proof."),
             CommonOptions.now,
             CommonOptions.quiet,
@@ -51,6 +53,15 @@ public enum JWSVerifyCommand {
             A batch line: {"valid": true|false, "reason": CODE, "detail": TEXT, "transaction": PAYLOAD, "entitledUntil": TIME|null}. reason and detail appear only when invalid; detail names the offending value. The decoded payload appears (under transaction, renewalInfo or notification, after --type) whenever it decodes, even for an invalid token: it is shown, not trusted. entitledUntil is the transaction's expiresDate in RFC 3339 when valid, and null when invalid, when the purchase does not expire, and for renewal info and notifications, which entitle no one.
 
             Reason codes, in check order: malformed, unsupported-algorithm, untrusted-chain, bad-signature, wrong-bundle, wrong-product, wrong-environment, revoked, expired. The store check adds no-proof.
+            """),
+            ("Signed types", """
+            All three --type values get the same header, chain and signature checks; they differ in the payload checks and in what a valid one yields.
+
+            transaction (the default): a JWSTransaction, StoreKit 2's jwsRepresentation or the server API's signedTransactionInfo. Checked for bundleId, productId, environment, revocationDate and expiresDate. The only type that proves a purchase and the only one a store keeps: entitledUntil is its expiresDate, or null for a purchase that does not expire.
+
+            renewal-info: a JWSRenewalInfo (signedRenewalInfo). It names no bundle, so only its environment is checked. It yields the decoded renewal info (auto-renew status and product, renewal date) and grants nothing: entitledUntil is null.
+
+            notification: an App Store Server Notification V2 signedPayload. Checked for the bundleId and environment of its data (or summary, or externalPurchaseToken). It yields the decoded notification and grants nothing; the signedTransactionInfo and signedRenewalInfo inside stay JWS strings, to be verified on their own, e.g. jq -r .notification.data.signedTransactionInfo | jws-verify --bundle-id ID.
             """),
         ]
     )
