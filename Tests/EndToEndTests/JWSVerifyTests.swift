@@ -129,13 +129,14 @@ final class OpenSSLPKI: @unchecked Sendable {
         let wrongBundle = try pki.token(payload: pki.transaction(bundle: "com.other").json)
         let sandbox = try pki.token(payload: pki.transaction(environment: "Sandbox").json)
         let expired = try pki.token(payload: pki.transaction(expiresIn: 0).json)
-        let input = [good, tampered, "", "garbage", none, "  " + good + "\r", wrongBundle, sandbox, expired].joined(separator: "\n") + "\n"
+        let truncated = String(good.prefix(good.count - 20))
+        let input = [good, tampered, "", "garbage", none, "  " + good + "\r", wrongBundle, sandbox, expired, truncated].joined(separator: "\n") + "\n"
         let r = try Tools.run("jws-verify", base + ["--now", now.rfc3339], input: input)
         #expect(r.status == 1)
         #expect(r.err.isEmpty)
         let reasons = try r.lines.map { try json($0)["reason"]?.stringValue ?? "valid" }
         #expect(reasons == ["valid", "bad-signature", "malformed", "malformed", "unsupported-algorithm", "valid",
-                            "wrong-bundle", "wrong-environment", "expired"])
+                            "wrong-bundle", "wrong-environment", "expired", "bad-signature"])
         #expect(try json(r.lines[6])["detail"] == .string("bundleId is \"com.other\", expected \"com.example.family\""))
         // Sandbox passes with --allow-sandbox; it is a separate run with the same tokens.
         let s = try Tools.run("jws-verify", base + ["--allow-sandbox", "--now", now.rfc3339], input: sandbox)
@@ -227,6 +228,15 @@ final class OpenSSLPKI: @unchecked Sendable {
         let badRoot = try Tools.run("jws-verify", ["--root", junk, "--bundle-id", "x"], input: "a")
         #expect(badRoot.status == 65 && badRoot.err.contains("--root \(junk): not a DER or PEM certificate"))
         #expect(badRoot.out.isEmpty)
+        let der = try Data(contentsOf: URL(fileURLWithPath: pki.rootDER))
+        let cut = pki.dir.file("cut.der")
+        try der.prefix(der.count - 10).write(to: URL(fileURLWithPath: cut))
+        let truncated = try Tools.run("jws-verify", ["--root", cut, "--bundle-id", "x"], input: "a")
+        #expect(truncated.status == 65 && truncated.err.contains("--root \(cut): not a DER or PEM certificate"))
+        let big = pki.dir.file("big.der")
+        try Data(count: 2 << 20).write(to: URL(fileURLWithPath: big))
+        let huge = try Tools.run("jws-verify", ["--root", big, "--bundle-id", "x"], input: "a")
+        #expect(huge.status == 65 && huge.err.contains("larger than 1048576 bytes"))
     }
 
     @Test func failedWriteExits74() throws {
@@ -298,10 +308,11 @@ final class OpenSSLPKI: @unchecked Sendable {
 
         let wrong = try pki.token(payload: pki.transaction(bundle: "com.other").json)
         let another = try pki.token(payload: pki.transaction(extra: #","transactionId2":"x""#).json)
-        for input in [another + "\n" + wrong, "garbage", "", String(repeating: "x", count: 200_000)] {
+        let truncated = String(good.prefix(good.count / 2))
+        for input in [another + "\n" + wrong, "garbage", "", String(repeating: "x", count: 200_000), truncated, another + "\n" + truncated] {
             let r = try Tools.run("jws-verify", ["--db", db, "--save", "--root", pki.rootPEM, "--bundle-id", "com.changed", "--now", now.rfc3339], input: input)
             #expect(r.status == (input.isEmpty ? 65 : 1), "\(r.err)")
-            if !input.isEmpty { #expect(r.err.hasPrefix("jws-verify: nothing saved: line ")) }
+            if !input.isEmpty { #expect(r.err.hasPrefix("jws-verify: nothing saved: <stdin>:"), "\(r.err)") }
             let after = try kept(db)
             #expect(after.proofs == before.proofs)
             #expect(after.policy == before.policy)

@@ -103,7 +103,7 @@ public enum JWSVerifyCommand {
     /// Reads tokens and calls `body` with each line's verdict, in order.
     /// Returns whether all were valid; an input with no line is an error.
     private static func eachVerdict(_ ctx: ToolContext, verifier: ProofVerifier, kind: SignedPayloadKind,
-                                     policy: ProofPolicy, _ body: (Int, ProofVerdict) throws -> Void) throws -> Bool {
+                                     policy: ProofPolicy, _ body: (String, Int, ProofVerdict) throws -> Void) throws -> Bool {
         let reader = try LineReader(path: ctx.args.argument("FILE") ?? "-", maxLineBytes: CompactJWS.maxBytes + lineSpaceAllowance)
         var allValid = true
         while let line = try reader.next() {
@@ -114,7 +114,7 @@ public enum JWSVerifyCommand {
                 verdict = .invalid(ProofFailure(.malformed, "line is \(n) bytes; a token is at most \(CompactJWS.maxBytes)"), kind: kind, payload: nil)
             }
             if !verdict.isValid { allValid = false }
-            try body(reader.lineNumber, verdict)
+            try body(reader.name, reader.lineNumber, verdict)
             if reader.lineNumber % 4096 == 0 { ctx.progress("\(reader.lineNumber) tokens verified") }
         }
         ctx.endProgress()
@@ -124,7 +124,7 @@ public enum JWSVerifyCommand {
 
     private static func batch(_ ctx: ToolContext, verifier: ProofVerifier, kind: SignedPayloadKind, policy: ProofPolicy) throws -> ExitStatus {
         var line: [UInt8] = []
-        let allValid = try eachVerdict(ctx, verifier: verifier, kind: kind, policy: policy) { _, verdict in
+        let allValid = try eachVerdict(ctx, verifier: verifier, kind: kind, policy: policy) { _, _, verdict in
             line.removeAll(keepingCapacity: true)
             verdict.appendLine(to: &line)
             try ctx.out.write(line)
@@ -148,9 +148,9 @@ public enum JWSVerifyCommand {
     private static func save(_ ctx: ToolContext, verifier: ProofVerifier, given: ProofPolicy?) throws -> ExitStatus {
         let policy = try storePolicy(ctx, given: given)
         var proofs: [VerifiedProof] = []
-        var firstInvalid: (Int, ProofFailure)?
+        var firstInvalid: (String, Int, ProofFailure)?
         var out: [UInt8] = []
-        let allValid = try eachVerdict(ctx, verifier: verifier, kind: .transaction, policy: policy) { line, verdict in
+        let allValid = try eachVerdict(ctx, verifier: verifier, kind: .transaction, policy: policy) { name, line, verdict in
             out.removeAll(keepingCapacity: true)
             verdict.appendLine(to: &out)
             try ctx.out.write(out)
@@ -160,12 +160,12 @@ public enum JWSVerifyCommand {
                 // Only the newest few would be kept; hold no more than that.
                 if proofs.count > 2 * Store.maxKeptProofs { proofs = newest(proofs) }
             case let .invalid(f, _, _):
-                if firstInvalid == nil { firstInvalid = (line, f) }
+                if firstInvalid == nil { firstInvalid = (name, line, f) }
             }
         }
         guard allValid else {
-            let (line, f) = firstInvalid!
-            ctx.warn("nothing saved: line \(line) is not a valid proof (\(f.reason.rawValue))")
+            let (name, line, f) = firstInvalid!
+            ctx.warn("nothing saved: \(name):\(line) is not a valid proof (\(f.reason.rawValue): \(f.detail))")
             return .negative
         }
         try ctx.out.flush()
