@@ -68,6 +68,8 @@ public enum JWSVerifyCommand {
 
     /// Room for surrounding whitespace on a line beyond the token limit.
     static let lineSpaceAllowance = 1024
+    /// Lines between progress updates: a few per second at full speed.
+    static let progressInterval = 4096
 
     public static func run(_ ctx: ToolContext) throws -> ExitStatus {
         let a = ctx.args
@@ -115,7 +117,7 @@ public enum JWSVerifyCommand {
             }
             if !verdict.isValid { allValid = false }
             try body(reader.name, reader.lineNumber, verdict)
-            if reader.lineNumber % 4096 == 0 { ctx.progress("\(reader.lineNumber) tokens verified") }
+            if reader.lineNumber % progressInterval == 0 { ctx.progress("\(reader.lineNumber) tokens verified") }
         }
         ctx.endProgress()
         guard reader.lineNumber > 0 else { throw ToolError.data("\(reader.name): no token to verify (empty input)") }
