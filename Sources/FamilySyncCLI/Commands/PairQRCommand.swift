@@ -57,7 +57,15 @@ public enum PairQRCommand {
         let ttl = try a.timeSpan("ttl", default: PairingOffer.defaultTTL)
         guard ttl <= PairingOffer.maxTTL else { throw ToolError.usage("--ttl: \(ttl) is longer than the \(PairingOffer.maxTTL) an offer may stay open") }
         let address = a.value("addr")
-        if let address { try PairingOffer.validateAddress(address) }
+        if let address {
+            try PairingOffer.validateAddress(address)
+            // The longest offer text this address can make, checked before the store is touched.
+            let longest = PairingOffer(family: "00000000-0000-0000-0000-000000000000", nonce: String(repeating: "A", count: PairingOffer.nonceLength),
+                                       expiresAt: Timestamp(milliseconds: 9_999_999_999_000), address: address)
+            guard longest.text.utf8.count <= PairingOffer.maxTextLength else {
+                throw ToolError.usage("--addr: '\(address)' makes the offer longer than \(PairingOffer.maxTextLength) characters")
+            }
+        }
         let size = try a.int("size", default: QRRenderer.defaultModuleSize, range: QRRenderer.moduleSizeRange)
         let margin = try a.int("margin", default: QRRenderer.defaultMargin, range: QRRenderer.marginRange)
         let level = QRCode.Level(rawValue: try a.choice("level", default: "M")) ?? .M
@@ -130,7 +138,7 @@ public enum PairQRCommand {
         var template = Array(((dir.isEmpty ? "." : dir) + "/.pair-qr.XXXXXX").utf8CString)
         let fd = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
         guard fd >= 0 else { throw ToolError(.ioError, "\(path): cannot create a file there: \(String(cString: strerror(errno)))") }
-        let tmp = String(cString: template)
+        let tmp = String(decoding: template.prefix(while: { $0 != 0 }).map { UInt8(bitPattern: $0) }, as: UTF8.self)
         var ok = false
         defer { if !ok { unlink(tmp) } }
         fchmod(fd, 0o644)
