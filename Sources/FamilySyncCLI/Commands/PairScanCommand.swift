@@ -68,7 +68,7 @@ public enum PairScanCommand {
     }
 
     static func scanOffer(_ image: GrayImage, name: String, reader: QRReader, ctx: ToolContext) throws {
-        func offer(_ p: [UInt8]) -> PairingOffer? {
+        @Sendable func offer(_ p: [UInt8]) -> PairingOffer? {
             guard let text = String(validating: p, as: UTF8.self) else { return nil }
             return try? PairingOffer(text: text)
         }
