@@ -13,7 +13,7 @@ public struct QRReader: Sendable {
     /// One rung of the ladder: a name and how to make its image from the photo.
     public struct Step: Sendable {
         public var name: String
-        var make: @Sendable (Rungs) -> GrayImage
+        var make: @Sendable (Rungs) -> GrayImage?
     }
 
     /// What a scan found: the payloads of the first step that satisfied the
@@ -35,7 +35,9 @@ public struct QRReader: Sendable {
         DispatchQueue.concurrentPerform(iterations: QRReader.workers) { _ in
             let scanner = ZBarScanner()
             while let i = state.next(limit: steps.count) {
-                let found = scanner.scan(steps[i].make(rungs))
+                var found: [[UInt8]] = []
+                // A redrawn montage can hold one code several times: each text once.
+                for p in steps[i].make(rungs).map({ scanner.scan($0) }) ?? [] where !found.contains(p) { found.append(p) }
                 state.record(index: i, found: found, accepted: !found.isEmpty && accept(found))
             }
         }
@@ -117,22 +119,24 @@ public struct QRReader: Sendable {
         let minSide = min(image.width, image.height)
         let maxSide = max(image.width, image.height)
         var steps: [Step] = []
-        func add(_ name: String, _ make: @escaping @Sendable (Rungs) -> GrayImage) { steps.append(Step(name: name, make: make)) }
+        func add(_ name: String, _ make: @escaping @Sendable (Rungs) -> GrayImage?) { steps.append(Step(name: name, make: make)) }
         let r = max(8, minSide / 16)
         let halves = minSide >= 240
         add("gray") { $0.base }
         add("inverted") { $0.base.inverted() }
         if halves { add("half") { $0.half } }
         add("sharpened") { $0.base.sharpened(radius: 2, amount: 150) }
+        add("rectified") { QRRectifier.rectify(gray: $0.base, binary: $0.threshold(r)) }
         add("normalized") { $0.normalized(r) }
         add("normalized-inverted") { $0.normalized(r).inverted() }
+        add("rectified-inverted") { QRRectifier.rectify(gray: $0.base.inverted(), binary: $0.threshold(r).inverted()) }
         if halves {
             add("half-normalized") { $0.halfNormalized(max(6, r / 2)) }
             add("half-normalized-inverted") { $0.halfNormalized(max(6, r / 2)).inverted() }
         }
         add("stretched") { $0.stretched }
-        add("stretched-inverted") { $0.stretched.inverted() }
-        if maxSide <= 1100 { add("double") { $0.base.resized(width: $0.base.width * 2, height: $0.base.height * 2) } }
+        // Small images only: enlarging costs four scans' worth.
+        if maxSide <= 800 { add("double") { $0.base.resized(width: $0.base.width * 2, height: $0.base.height * 2) } }
         add("threshold") { $0.threshold(r) }
         add("threshold-inverted") { $0.threshold(r).inverted() }
         return steps
