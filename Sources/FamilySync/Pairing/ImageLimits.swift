@@ -4,7 +4,8 @@
 public enum ImageLimits {
     /// The most pixels an image may declare: 2^26, about 67 megapixels, above
     /// the largest photos phone cameras save (50 MP) yet small enough that the
-    /// grayscale copy and the scanner's working copies stay under about 300 MB.
+    /// grayscale copy stays at 64 MiB (the scanner works on a copy of at most
+    /// `QRReader.maxWorkingPixels`).
     /// Checked against the header before any pixel buffer is allocated.
     public static let maxPixels = 1 << 26
     /// The longest side accepted, whatever the pixel count: a 1 × 67 000 000

@@ -25,23 +25,38 @@ public struct QRReader: Sendable {
         public var stepsTried: Int
     }
 
+    /// The most pixels the preprocessing ladder works on: 8 megapixels. A
+    /// larger photo is scanned once as it is, then climbs the ladder as a
+    /// box-filtered copy this size, so the working copies stay near 200 MB
+    /// whatever the photo.
+    public static let maxWorkingPixels = 8_000_000
+
     public init() {}
 
     /// Scans until `accept` says a step's payloads are enough (default: any code).
     public func scan(_ image: GrayImage, accept: @escaping @Sendable ([[UInt8]]) -> Bool = { !$0.isEmpty }) -> Result {
-        let steps = QRReader.ladder(for: image)
+        var working = image
+        var steps: [Step] = []
+        if image.pixelCount > QRReader.maxWorkingPixels {
+            var f = 2
+            while image.pixelCount / (f * f) > QRReader.maxWorkingPixels { f += 1 }
+            working = image.downscaled(by: f)
+            steps.append(Step(name: "full-size", make: { _ in image }))
+        }
+        steps += QRReader.ladder(for: working)
+        let ladder = steps
         let state = LadderState()
-        let rungs = Rungs(base: image)
+        let rungs = Rungs(base: working)
         DispatchQueue.concurrentPerform(iterations: QRReader.workers) { _ in
             let scanner = ZBarScanner()
-            while let i = state.next(limit: steps.count) {
+            while let i = state.next(limit: ladder.count) {
                 var found: [[UInt8]] = []
                 // A redrawn montage can hold one code several times: each text once.
-                for p in steps[i].make(rungs).map({ scanner.scan($0) }) ?? [] where !found.contains(p) { found.append(p) }
+                for p in ladder[i].make(rungs).map({ scanner.scan($0) }) ?? [] where !found.contains(p) { found.append(p) }
                 state.record(index: i, found: found, accepted: !found.isEmpty && accept(found))
             }
         }
-        return state.result(steps: steps)
+        return state.result(steps: ladder)
     }
 
     /// Hands out step indexes in order and keeps what was found; once a step

@@ -73,4 +73,20 @@ import Testing
         let r = QRReader().scan(img)
         #expect(r.payloads.allSatisfy { String(decoding: $0, as: UTF8.self) == text })
     }
+
+    @Test func aPhotoOverTheWorkingSizeIsScannedWholeThenOnASmallerCopy() throws {
+        var rng = SeededRandom(seed: 3)
+        let text = TestImages.offerText(&rng)
+        let code = try TestImages.code(text, module: 6)
+        var big = GrayImage(width: 3000, height: 2800, fill: 200)
+        #expect(big.pixelCount > QRReader.maxWorkingPixels)
+        for y in 0..<code.height { for x in 0..<code.width { big[x + 1400, y + 1300] = code[x, y] } }
+        let r = QRReader().scan(big)
+        #expect(r.step == "full-size")
+        #expect(r.payloads == [Array(text.utf8)])
+        // Inverted, the whole photo fails and the ladder (on the copy) reads it.
+        let inv = QRReader().scan(big.inverted())
+        #expect(inv.payloads == [Array(text.utf8)])
+        #expect(inv.step == "inverted")
+    }
 }
