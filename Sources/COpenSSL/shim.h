@@ -31,4 +31,6 @@ static inline long fs_SSL_CTX_set_mode(SSL_CTX *ctx, long mode) { return SSL_CTX
 static inline long fs_SSL_CTX_set_session_cache_mode(SSL_CTX *ctx, long mode) { return SSL_CTX_set_session_cache_mode(ctx, mode); }
 static inline uint64_t fs_SSL_OP_NO_TICKET(void) { return SSL_OP_NO_TICKET; }
 static inline uint64_t fs_SSL_OP_ALLOW_NO_DHE_KEX(void) { return SSL_OP_ALLOW_NO_DHE_KEX; }
+static inline X509 *fs_sk_X509_value(const STACK_OF(X509) *sk, int i) { return sk_X509_value(sk, i); }
+static inline unsigned long fs_XN_FLAG_RFC2253(void) { return XN_FLAG_RFC2253; }
 #endif

@@ -1,3 +1,5 @@
+import Glibc
+
 /// A pairing offer, the text inside the QR code (DESIGN.md "Pairing offer").
 /// Deliberately boring: upper-case ASCII from QR's alphanumeric set only
 /// (0-9 A-Z space $ % * + - . / :), so it encodes compactly and no decoder
@@ -19,6 +21,9 @@ public struct PairingOffer: Sendable, Equatable {
     public static let maxTextLength = 120
     /// How long an offer stays open unless `--ttl` says otherwise.
     public static let defaultTTL = TimeSpan.minutes(10)
+    /// The longest an offer may stay open: it is a sheet shown to someone in
+    /// the room, not a standing invitation.
+    public static let maxTTL = TimeSpan.days(1)
 
     public var family: String
     public var nonce: String
@@ -45,11 +50,11 @@ public struct PairingOffer: Sendable, Equatable {
 
     /// A fresh offer with a nonce from the CSPRNG.
     public static func make(family: String, ttl: TimeSpan, address: String?, now: Timestamp) throws -> PairingOffer {
-        let nonce = Base32.encode(try secureRandomBytes(nonceBits / 8))
+        let nonce = Base32.encode(try osRandomBytes(nonceBits / 8))
         // Whole seconds, so the QR text and the store agree exactly.
         let expiry = Timestamp(milliseconds: (now.adding(ttl).milliseconds / 1000) * 1000)
-        let offer = PairingOffer(family: family, nonce: nonce, expiresAt: expiry, address: address)
         if let address { try validateAddress(address) }
+        let offer = PairingOffer(family: family, nonce: nonce, expiresAt: expiry, address: address?.lowercased())
         guard offer.text.utf8.count <= maxTextLength else {
             throw ToolError.usage("the address '\(address ?? "")' makes the offer longer than \(maxTextLength) characters")
         }
@@ -110,6 +115,23 @@ public struct PairingOffer: Sendable, Equatable {
             (c >= 0x30 && c <= 0x39) || (c >= 0x41 && c <= 0x5A) || (c >= 0x61 && c <= 0x7A) || c == 0x2D || c == 0x2E || c == 0x3A
         }) else { throw ToolError.usage("address '\(a)' has characters a pairing offer cannot carry") }
     }
+}
+
+/// Bytes straight from the kernel's CSPRNG (getentropy(3), which is
+/// getrandom(2)), for nonces: it blocks only until the pool is first seeded,
+/// and fails closed.
+func osRandomBytes(_ count: Int) throws -> [UInt8] {
+    /// getentropy returns at most 256 bytes a call.
+    let chunk = 256
+    var out = [UInt8](repeating: 0, count: count)
+    var filled = 0
+    while filled < count {
+        let n = min(chunk, count - filled)
+        let rc = out.withUnsafeMutableBytes { getentropy($0.baseAddress! + filled, n) }
+        guard rc == 0 else { throw ToolError.internal("getentropy failed: \(String(cString: strerror(errno)))") }
+        filled += n
+    }
+    return out
 }
 
 /// RFC 4648 base32 without padding (upper case), QR-alphanumeric safe.

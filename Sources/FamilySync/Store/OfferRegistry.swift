@@ -30,7 +30,7 @@ extension Store {
             }
             let offer = try PairingOffer.make(family: fam.id, ttl: ttl, address: address, now: now)
             try db.run("INSERT INTO offers (nonce, created_at, expires_at, addr) VALUES (?, ?, ?, ?)",
-                       [.text(offer.nonce), .int(now.milliseconds), .int(offer.expiresAt.milliseconds), address.map { .text($0) } ?? .null])
+                       [.text(offer.nonce), .int(now.milliseconds), .int(offer.expiresAt.milliseconds), offer.address.map { .text($0) } ?? .null])
             return offer
         }
     }

@@ -76,7 +76,10 @@ enum Schema {
             closed_at INTEGER
         ) WITHOUT ROWID;
 
-        -- Entitlement proofs (compact JWS) this store keeps.
+        -- Entitlement proofs (compact JWS App Store transactions) this store keeps,
+        -- each verified before it was kept and re-verified whenever it is read.
+        -- source is 'local' or 'peer:<device ID>'; signed_at and expires_at are the
+        -- payload's signedDate and expiresDate (NULL: none), for ordering and pruning.
         CREATE TABLE proofs (
             id INTEGER PRIMARY KEY,
             jws TEXT NOT NULL UNIQUE,
@@ -85,6 +88,7 @@ enum Schema {
             signed_at INTEGER,
             expires_at INTEGER
         );
+        CREATE INDEX proofs_by_signed ON proofs (signed_at);
         """,
     ]
 

@@ -80,7 +80,7 @@ public final class LineReader {
                 if stop > start, buf[stop - 1] == 0x0D { stop -= 1 }
                 let line = UnsafeRawBufferPointer(rebasing: buf[start..<stop])
                 start = nl + 1
-                if stop - line.startIndex > maxLineBytes { return .tooLong(stop - line.startIndex) }
+                if line.count > maxLineBytes { return .tooLong(line.count) }
                 return .text(line)
             }
             if eof {

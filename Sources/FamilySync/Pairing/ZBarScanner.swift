@@ -1,0 +1,55 @@
+import CZBar
+
+/// One zbar image scanner, set up for QR codes only and in binary mode: zbar
+/// hands back the bytes of byte-mode data as they are, instead of guessing a
+/// character set (its guesses turn UTF-8 into mojibake). Data a code
+/// declares with an ECI is still converted to UTF-8 by zbar.
+/// Not Sendable: a scanner belongs to one thread.
+final class ZBarScanner {
+    private let handle: OpaquePointer
+    private static let y800 = fs_zbar_fourcc_y800()
+
+    init() {
+        handle = zbar_image_scanner_create()
+        zbar_image_scanner_set_config(handle, ZBAR_NONE, ZBAR_CFG_ENABLE, 0)
+        zbar_image_scanner_set_config(handle, ZBAR_QRCODE, ZBAR_CFG_ENABLE, 1)
+        zbar_image_scanner_set_config(handle, ZBAR_QRCODE, ZBAR_CFG_BINARY, 1)
+    }
+
+    deinit { zbar_image_scanner_destroy(handle) }
+
+    /// The payload of every complete QR code zbar finds. A structured-append
+    /// group with missing parts is left out: half a text is a wrong text.
+    func scan(_ image: GrayImage) -> [[UInt8]] {
+        guard image.width > 0, image.height > 0 else { return [] }
+        guard let zimg = zbar_image_create() else { return [] }
+        defer { zbar_image_destroy(zimg) }
+        zbar_image_set_format(zimg, ZBarScanner.y800)
+        zbar_image_set_size(zimg, UInt32(image.width), UInt32(image.height))
+        return image.pixels.withUnsafeBytes { buf -> [[UInt8]] in
+            zbar_image_set_data(zimg, buf.baseAddress, UInt(buf.count), nil)
+            let n = zbar_scan_image(handle, zimg)
+            guard n > 0 else { return [] }
+            var out: [[UInt8]] = []
+            var sym = zbar_image_first_symbol(zimg)
+            while let s = sym {
+                defer { sym = zbar_symbol_next(s) }
+                guard zbar_symbol_get_type(s) == ZBAR_QRCODE, !ZBarScanner.isPartial(s) else { continue }
+                let len = Int(zbar_symbol_get_data_length(s))
+                guard let p = zbar_symbol_get_data(s) else { continue }
+                out.append(p.withMemoryRebound(to: UInt8.self, capacity: len) { Array(UnsafeBufferPointer(start: $0, count: len)) })
+            }
+            return out
+        }
+    }
+
+    private static func isPartial(_ s: OpaquePointer) -> Bool {
+        guard let parts = zbar_symbol_get_components(s) else { return false }
+        var c = zbar_symbol_set_first_symbol(parts)
+        while let p = c {
+            if zbar_symbol_get_type(p) == ZBAR_PARTIAL { return true }
+            c = zbar_symbol_next(p)
+        }
+        return false
+    }
+}

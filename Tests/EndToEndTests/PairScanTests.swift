@@ -1,0 +1,162 @@
+import Foundation
+import Testing
+@testable import FamilySync
+
+/// pair-scan end to end: offers, --raw texts, several files, stdin, and bad input.
+@Suite struct PairScanTests {
+    static let now = "2026-11-30T10:00:00Z"
+    static let offer = "FS1/0F6B8E52-8B0C-4B5E-9D59-2B7D1B0E7E11/ABCDEFGHIJKLMNOPQRSTUVWXYZ234567/1796119200/192.168.1.20:7433"
+
+    static func png(_ segments: [QRCode.Segment], in d: TempDir, _ name: String) throws -> String {
+        let img = QRRenderer(code: try QRCode.encode(segments: segments, level: .M), margin: 4, moduleSize: 4).raster()
+        let p = d.file(name)
+        FileManager.default.createFile(atPath: p, contents: Data(try PNGCodec.encode(img)))
+        return p
+    }
+
+    static func offerPNG(_ d: TempDir, _ name: String = "offer.png", text: String = offer) throws -> String {
+        try png([.alphanumeric(text)], in: d, name)
+    }
+
+    @Test func printsTheOfferJSON() throws {
+        let d = TempDir()
+        let r = try Tools.run("pair-scan", ["--now", PairScanTests.now, try PairScanTests.offerPNG(d)])
+        #expect(r.status == 0, "\(r.err)")
+        #expect(r.err.isEmpty)
+        #expect(r.out == "{\"version\":1,\"family\":\"0F6B8E52-8B0C-4B5E-9D59-2B7D1B0E7E11\",\"nonce\":\"ABCDEFGHIJKLMNOPQRSTUVWXYZ234567\",\"expiresAt\":\"2026-12-01T10:00:00.000Z\",\"addr\":\"192.168.1.20:7433\",\"qr\":\"\(PairScanTests.offer)\"}\n")
+    }
+
+    @Test func aCodeThatIsNotAnOfferSaysWhatItFound() throws {
+        let d = TempDir()
+        let url = try PairScanTests.png([.bytes(Array("https://example.com/pair?x=1".utf8))], in: d, "url.png")
+        let r = try Tools.run("pair-scan", ["--now", PairScanTests.now, url])
+        #expect(r.status == 1)
+        #expect(r.out.isEmpty)
+        #expect(r.err == "pair-scan: \(url): found a QR code that is not a pairing offer: \"https://example.com/pair?x=1\"\n")
+        let raw = try Tools.run("pair-scan", ["--raw", url])
+        #expect(raw.status == 0 && raw.out == "https://example.com/pair?x=1\n")
+    }
+
+    @Test(arguments: [
+        ("FS1/0F6B8E52-8B0C-4B5E-9D59-2B7D1B0E7E11/ABCDEFGH/1796032800/", "nonce"),
+        ("FS2/0F6B8E52-8B0C-4B5E-9D59-2B7D1B0E7E11/ABCDEFGHIJKLMNOPQRSTUVWXYZ234567/1796032800/", "version"),
+        ("FS1/NOT-A-UUID/ABCDEFGHIJKLMNOPQRSTUVWXYZ234567/1796032800/", "family"),
+        ("FS1/0F6B8E52-8B0C-4B5E-9D59-2B7D1B0E7E11/ABCDEFGHIJKLMNOPQRSTUVWXYZ234567", "text"),
+    ])
+    func invalidOffersAreNegativeAndNameTheField(text: String, field: String) throws {
+        let d = TempDir()
+        let p = try PairScanTests.offerPNG(d, text: text)
+        let r = try Tools.run("pair-scan", ["--now", PairScanTests.now, p])
+        #expect(r.status == 1)
+        #expect(r.out.isEmpty)
+        #expect(r.err.contains("not a valid pairing offer (\(field):"), "\(r.err)")
+    }
+
+    @Test func anExpiredOfferIsRefused() throws {
+        let d = TempDir()
+        let r = try Tools.run("pair-scan", ["--now", "2026-12-01T10:00:00Z", try PairScanTests.offerPNG(d)])
+        #expect(r.status == 1)
+        #expect(r.out.isEmpty)
+        #expect(r.err.contains("the pairing offer expired at 2026-12-01T10:00:00.000Z"))
+    }
+
+    @Test func rawTextIsExactForUTF8ECIKanjiAndBinary() throws {
+        let d = TempDir()
+        let binary: [UInt8] = [0xFF, 0x00, 0x80, 0x0A, 0xC3, 0x28, 0xFE, 0x41]
+        let files = [
+            try PairScanTests.png([.bytes(Array("日本語のテキスト".utf8))], in: d, "utf8.png"),
+            try PairScanTests.png([.eci(20), .bytes([0x93, 0xFA, 0x96, 0x7B])], in: d, "eci.png"),
+            try PairScanTests.png([.kanji([0x93, 0xFA, 0x96, 0x7B, 0x8C, 0xEA])], in: d, "kanji.png"),
+            try PairScanTests.png([.bytes(binary)], in: d, "bin.png"),
+        ]
+        let r = try Tools.run("pair-scan", ["--raw"] + files)
+        #expect(r.status == 0, "\(r.err)")
+        let expected = Array("日本語のテキスト\n日本\n日本語\n".utf8) + binary + [0x0A]
+        #expect(Array(r.stdout) == expected)
+    }
+
+    @Test func severalFilesOneBadDoesNotStopTheRest() throws {
+        let d = TempDir()
+        let good = try PairScanTests.offerPNG(d)
+        let blank = d.file("blank.png")
+        FileManager.default.createFile(atPath: blank, contents: Data(try PNGCodec.encode(GrayImage(width: 64, height: 64, fill: 255))))
+        let text = d.write("notes.txt", "shopping list\n")
+        let missing = d.file("missing.png")
+        let r = try Tools.run("pair-scan", ["--now", PairScanTests.now, good, missing, text, blank, good])
+        #expect(r.status == 66)  // the first failure's status
+        #expect(r.lines.count == 2)
+        #expect(r.err.contains("pair-scan: \(missing): No such file or directory"))
+        #expect(r.err.contains("pair-scan: \(text): not an image"))
+        #expect(r.err.contains("pair-scan: \(blank): no QR code found"))
+        let onlyBlank = try Tools.run("pair-scan", ["--now", PairScanTests.now, good, blank])
+        #expect(onlyBlank.status == 1 && onlyBlank.lines.count == 1)
+        let allGood = try Tools.run("pair-scan", ["--raw", good, good])
+        #expect(allGood.status == 0 && allGood.lines == [PairScanTests.offer, PairScanTests.offer])
+    }
+
+    @Test func readsStandardInput() throws {
+        let d = TempDir()
+        let data = try Data(contentsOf: URL(fileURLWithPath: try PairScanTests.offerPNG(d)))
+        for args in [["-"], []] {
+            let r = try Tools.run("pair-scan", ["--raw"] + args, stdin: data)
+            #expect(r.status == 0 && r.out == PairScanTests.offer + "\n", "\(args)")
+        }
+        let twice = try Tools.run("pair-scan", ["-", "-"], stdin: data)
+        #expect(twice.status == 64)
+        let empty = try Tools.run("pair-scan", ["-"], stdin: Data())
+        #expect(empty.status == 65 && empty.err == "pair-scan: <stdin>: empty file: no image data\n")
+    }
+
+    @Test func aHardPhotoAsJPEGReads() throws {
+        // A low-contrast, tilted, noisy JPEG that plain zbar misses.
+        let d = TempDir()
+        let code = try QRRenderer(code: QRCode.encode(alphanumeric: PairScanTests.offer, level: .M), margin: 4, moduleSize: 4).raster()
+        var img = GrayImage(width: code.width + 120, height: code.height + 80, fill: 150)
+        var seed: UInt64 = 42
+        for y in 0..<code.height { for x in 0..<code.width { img[x + 60, y + 40] = code[x, y] < 128 ? 128 : 156 } }
+        for i in 0..<img.pixels.count {
+            seed = seed &* 6364136223846793005 &+ 1442695040888963407
+            img.pixels[i] = UInt8(max(0, min(255, Int(img.pixels[i]) + Int(seed >> 60) - 8)))
+        }
+        let jpg = d.file("photo.jpg")
+        FileManager.default.createFile(atPath: jpg, contents: Data(try JPEGCodec.encode(pixels: img.pixels, width: img.width, height: img.height, quality: 60)))
+        let r = try Tools.run("pair-scan", ["--raw", jpg])
+        #expect(r.status == 0, "\(r.err)")
+        #expect(r.out == PairScanTests.offer + "\n")
+    }
+
+    @Test func badImagesGiveClearErrors() throws {
+        let d = TempDir()
+        let pngData = try Data(contentsOf: URL(fileURLWithPath: try PairScanTests.offerPNG(d)))
+        let cases: [(String, Data, Int32, String)] = [
+            ("empty.png", Data(), 65, "empty file: no image data"),
+            ("cut.png", pngData.prefix(pngData.count / 2), 65, "truncated PNG"),
+            ("bomb.pgm", Data("P5\n60000 60000\n255\n".utf8), 65, "the limit is \(ImageLimits.maxPixels) pixels"),
+            ("page.html", Data("<html><body>hi</body></html>".utf8), 65, "not an image"),
+            ("noise.bin", Data((0..<4096).map { UInt8(truncatingIfNeeded: $0 &* 7919) }), 65, "not an image"),
+            ("cut.pgm", Data("P5\n100 100\n255\n".utf8) + Data(count: 99), 65, "truncated P5"),
+        ]
+        for (name, data, status, needle) in cases {
+            let p = d.file(name)
+            FileManager.default.createFile(atPath: p, contents: data)
+            let r = try Tools.run("pair-scan", [p])
+            #expect(r.status == status, "\(name): \(r.err)")
+            #expect(r.out.isEmpty)
+            #expect(r.err.hasPrefix("pair-scan: \(p): ") && r.err.contains(needle), "\(name): \(r.err)")
+        }
+        let dir = try Tools.run("pair-scan", [d.path])
+        #expect(dir.status == 66 && dir.err.contains("is a directory"))
+    }
+
+    @Test func anOversizedFileIsRefusedWithoutReadingItAll() throws {
+        let d = TempDir()
+        let p = d.file("huge.pgm")
+        FileManager.default.createFile(atPath: p, contents: Data("P5\n1 1\n255\n".utf8))
+        let h = try FileHandle(forWritingTo: URL(fileURLWithPath: p))
+        try h.truncate(atOffset: UInt64(ImageLimits.maxFileBytes) + 1)  // sparse: no disk used
+        try h.close()
+        let r = try Tools.run("pair-scan", [p])
+        #expect(r.status == 65)
+        #expect(r.err.contains("the limit is \(ImageLimits.maxFileBytes) bytes"))
+    }
+}

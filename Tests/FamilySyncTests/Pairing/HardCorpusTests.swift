@@ -1,0 +1,92 @@
+import Testing
+@testable import FamilySync
+
+/// A seeded corpus of hard photos of pairing codes, made by the test itself:
+/// every one must read back to exactly its text, and the ladder must be what
+/// reads the ones plain zbar cannot.
+@Suite struct HardCorpusTests {
+    static let seed: UInt64 = 20_261_130
+    static let perKind = 2
+
+    struct Sample { var kind: TestImages.Distortion; var text: String; var image: GrayImage }
+
+    static let corpus: [Sample] = {
+        var rng = SeededRandom(seed: seed)
+        var out: [Sample] = []
+        for kind in TestImages.Distortion.allCases {
+            for _ in 0..<perKind {
+                let text = TestImages.offerText(&rng)
+                out.append(Sample(kind: kind, text: text, image: try! TestImages.hard(kind, text: text, rng: &rng)))
+            }
+        }
+        return out
+    }()
+
+    @Test func everyHardImageReadsBackExactly() {
+        let reader = QRReader()
+        var failed: [String] = [], wrong: [String] = []
+        for (i, s) in HardCorpusTests.corpus.enumerated() {
+            let r = reader.scan(s.image)
+            let texts = r.payloads.map { String(decoding: $0, as: UTF8.self) }
+            if !texts.contains(s.text) { failed.append("#\(i) \(s.kind)") }
+            if texts.contains(where: { $0 != s.text }) { wrong.append("#\(i) \(s.kind): \(texts)") }
+        }
+        #expect(failed.isEmpty, "not decoded: \(failed)")
+        #expect(wrong.isEmpty, "wrong texts: \(wrong)")
+    }
+
+    @Test func theLadderReadsWhatPlainZbarCannot() {
+        let plain = ZBarScanner()
+        let missed = HardCorpusTests.corpus.filter { plain.scan($0.image).isEmpty }
+        // The corpus is hard on purpose: plain zbar (zbarimg's engine) misses many of them.
+        #expect(missed.count >= HardCorpusTests.corpus.count / 4, "plain zbar missed only \(missed.count)")
+        let reader = QRReader()
+        for s in missed {
+            let r = reader.scan(s.image)
+            #expect(r.step != "gray", "\(s.kind)")
+            #expect(r.payloads.map { String(decoding: $0, as: UTF8.self) } == [s.text], "\(s.kind) via \(r.step ?? "nothing")")
+        }
+    }
+
+    @Test func aBlankOrRandomImageDecodesNothing() {
+        var rng = SeededRandom(seed: 7)
+        let noise = GrayImage(width: 300, height: 200, pixels: rng.bytes(300 * 200))
+        let blank = GrayImage(width: 300, height: 200, fill: 255)
+        let reader = QRReader()
+        for img in [noise, blank] {
+            let r = reader.scan(img)
+            #expect(r.payloads.isEmpty)
+            #expect(r.seen.isEmpty)
+            #expect(r.step == nil)
+            #expect(r.stepsTried == QRReader.ladder(for: img).count)
+        }
+    }
+
+    @Test func aDamagedCodeIsNothingDecodedNotAGuess() throws {
+        // Wipe a third of a level-L code: beyond what error correction can
+        // repair, so nothing may come out, whatever the ladder tries.
+        var rng = SeededRandom(seed: 11)
+        let text = TestImages.offerText(&rng)
+        var img = try TestImages.code(text, level: .L, module: 4)
+        let start = img.height / 3
+        for y in start..<(start + img.height / 3) { for x in (4 * 4)..<(img.width - 16) where rng.unit() < 0.5 { img[x, y] = 255 - img[x, y] } }
+        let r = QRReader().scan(img)
+        #expect(r.payloads.allSatisfy { String(decoding: $0, as: UTF8.self) == text })
+    }
+
+    @Test func aPhotoOverTheWorkingSizeIsScannedWholeThenOnASmallerCopy() throws {
+        var rng = SeededRandom(seed: 3)
+        let text = TestImages.offerText(&rng)
+        let code = try TestImages.code(text, module: 6)
+        var big = GrayImage(width: 3000, height: 2800, fill: 200)
+        #expect(big.pixelCount > QRReader.maxWorkingPixels)
+        for y in 0..<code.height { for x in 0..<code.width { big[x + 1400, y + 1300] = code[x, y] } }
+        let r = QRReader().scan(big)
+        #expect(r.step == "full-size")
+        #expect(r.payloads == [Array(text.utf8)])
+        // Inverted, the whole photo fails and the ladder (on the copy) reads it.
+        let inv = QRReader().scan(big.inverted())
+        #expect(inv.payloads == [Array(text.utf8)])
+        #expect(inv.step == "inverted")
+    }
+}

@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# pair-scan against zbarimg (the anchor) and zxing-cpp on a seeded corpus of
+# hard photos of pairing codes: decode rate, wrong texts, time per image.
+# $1: the release bin dir. $BENCH_PYTHON: the bench venv's python.
+# PAIR_SCAN_CORPUS_SIZE (default 220) and PAIR_SCAN_SEED change the corpus.
+set -euo pipefail
+bin=${1:?usage: bench/40-pair-scan.sh RELEASE_BIN_DIR}
+here=$(cd "$(dirname "$0")" && pwd)
+py=${BENCH_PYTHON:-$here/.venv/bin/python}
+size=${PAIR_SCAN_CORPUS_SIZE:-220}
+seed=${PAIR_SCAN_SEED:-20261130}
+command -v zbarimg >/dev/null || { echo "zbarimg not found (Debian zbar-tools)"; exit 1; }
+corpus="$here/out/pair-scan-$seed-$size"
+if [ ! -s "$corpus/manifest.tsv" ]; then
+    echo "generating $size images in $corpus"
+    rm -rf "$corpus"
+    "$py" "$here/pair_scan_corpus.py" "$corpus" "$size" "$seed"
+fi
+"$py" "$here/pair_scan_bench.py" "$corpus" "$bin/pair-scan" "$(command -v zbarimg)"
