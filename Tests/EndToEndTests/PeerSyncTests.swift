@@ -379,6 +379,55 @@ extension PeerSyncTests {
     }
 }
 
+extension PeerSyncTests {
+    /// The owner's proof travels on every contact; a member keeps it only if it verifies.
+    @Test func proofTravelsAndIsVerifiedOnArrival() throws {
+        let pki = OpenSSLPKI.shared
+        let now = pki.madeAt.adding(.days(1)).rfc3339
+        let dir = TempDir()
+        let owner = dir.file("owner.db"), kid = dir.file("kid.db"), other = dir.file("other.db")
+        // The clock here is a day on (the proof is judged then): offers live two days.
+        let offer = try Household.owner(owner, ttl: .days(2))
+        let tx = pki.transaction()
+        let token = try pki.token(payload: tx.json)
+        let save = try Tools.run("jws-verify", ["--db", owner, "--save", "--root", pki.rootPEM, "--bundle-id", "com.example.family",
+                                                "--product", "family.monthly", "--now", now], input: token + "\n")
+        #expect(save.status == 0, "\(save.err)")
+        let server = try ServeProcess(db: owner, dir: dir, extra: ["--root", pki.rootPEM, "--now", now])
+        defer { server.stop() }
+
+        let j = try Household.join(kid, server: server, offer: offer, extra: ["--root", pki.rootPEM, "--now", now])
+        #expect(j.status == 0, "\(j.err)")
+        #expect(j.json?.at("proof", "received", "state")?.stringValue == "kept")
+        #expect(j.json?.at("proof", "received", "until")?.stringValue == tx.expires.rfc3339)
+        #expect(server.summaries.last?.at("proof", "sent")?.boolValue == true)
+        // The member re-checks at launch: premium, by the owner's proof and policy.
+        let ownerID = try Household.device(owner)
+        let check = try Tools.run("jws-verify", ["--db", kid, "--root", pki.rootPEM, "--now", now])
+        #expect(check.status == 0, "\(check.err)")
+        #expect(check.out == #"{"entitled":true,"until":"\#(tx.expires.rfc3339)","reason":null,"source":"peer:\#(ownerID)"}"# + "\n")
+        let st = try #require(try Tools.run("peer-sync", ["status", "--db", kid, "--root", pki.rootPEM, "--now", now]).json)
+        #expect(st.at("proof", "entitled")?.boolValue == true)
+        #expect(st.at("proof", "held")?.int64Value == 1)
+
+        // A device that trusts only Apple's root rejects the demo proof and stays free.
+        let j2 = try Household.join(other, server: server, offer: try Household.offer(owner, ttl: .days(2)), extra: ["--now", now])
+        #expect(j2.status == 0, "\(j2.err)")
+        #expect(j2.json?.at("proof", "received", "state")?.stringValue == "rejected")
+        #expect(j2.json?.at("proof", "received", "reason")?.stringValue == "untrusted-chain")
+        #expect(try Store(path: other).keptProofs().isEmpty)
+
+        // Revoked: told so by the owner, the member drops to free.
+        #expect(try Tools.run("peer-sync", ["revoke", "--db", owner, try Household.device(kid), "--now", now]).status == 0)
+        let r = try Tools.run("peer-sync", ["connect", "--db", kid, "--root", pki.rootPEM, "--now", now, server.address])
+        #expect(r.status == 77)
+        #expect(r.err.contains("this device drops to free"))
+        let free = try Tools.run("jws-verify", ["--db", kid, "--root", pki.rootPEM, "--now", now])
+        #expect(free.status == 1)
+        #expect(free.out.contains("\"reason\":\"no-proof\""))
+    }
+}
+
 /// Any tool running in the background with stdout and stderr in files.
 final class BackgroundRun {
     let process = Process()

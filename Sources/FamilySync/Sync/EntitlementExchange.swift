@@ -1,28 +1,64 @@
-/// The entitlement part of a contact: which proof this device sends, and
-/// what it does with the one it receives and with a revocation of itself.
+/// The entitlement part of a contact (docs/protocol.md §7.3): which proof
+/// this device sends, what it does with the one it receives, and what a
+/// revocation of itself does.
 ///
-/// Proofs travel as compact JWS text. This device sends the newest proof it
-/// holds; a received one is kept with its source so that `jws-verify` can
-/// judge it on the next launch. Verification is not done here: a proof that
-/// fails it never makes a device premium, whoever sent it.
+/// A device sends the newest proof that verifies now under its store's
+/// policy. A received proof is verified here, with this device's trust
+/// anchors and policy, and kept only when valid: whoever sent it, a proof
+/// that fails makes nobody premium. The owner's policy (bundle ID, products,
+/// sandbox) travels with it, so a new member can judge proofs from its first sync.
 enum EntitlementExchange {
-    /// The longest proof accepted from a peer (a StoreKit JWS with its
-    /// three-certificate chain is a few kilobytes).
-    static let maxProofBytes = 64 << 10
+    /// What became of the proof a peer sent.
+    enum Received: Equatable {
+        case none
+        case kept(until: Timestamp?)
+        case rejected(reason: String, detail: String)
+        /// This store has no policy to judge proofs by (the owner never set one).
+        case notJudged
 
-    /// The proof to send: the newest this store holds, or nil.
-    static func outgoingProof(_ store: Store) throws -> String? {
-        try store.db.scalarText("SELECT jws FROM proofs ORDER BY coalesce(signed_at, saved_at) DESC, id DESC LIMIT 1")
+        var json: JSONValue {
+            switch self {
+            case .none: return .object([("state", .string("none"))])
+            case let .kept(until): return .object([("state", .string("kept")), ("until", .optional(until?.rfc3339))])
+            case let .rejected(r, d): return .object([("state", .string("rejected")), ("reason", .string(r)), ("detail", .string(d))])
+            case .notJudged: return .object([("state", .string("not-judged"))])
+            }
+        }
     }
 
-    /// Keeps a proof a peer sent, if it is shaped like a compact JWS (three
-    /// base64url parts). Returns whether it was new to this store.
-    @discardableResult
-    static func receive(_ jws: String, from peer: String, store: Store, now: Timestamp) throws -> Bool {
-        guard isCompactJWS(jws) else { return false }
-        try store.db.run("INSERT OR IGNORE INTO proofs (jws, source, saved_at) VALUES (?, ?, ?)",
-                         [.text(jws), .text("peer:" + peer), .int(now.milliseconds)])
-        return store.db.changes > 0
+    /// The longest proof accepted from a peer (a StoreKit JWS with its
+    /// three-certificate chain is a few kilobytes; the verifier's own limit).
+    static let maxProofBytes = 64 << 10
+
+    /// The proof to send: the newest that verifies now, or nil. A kept proof
+    /// that cannot even be read is reported and not sent; it does not stop the sync.
+    static func outgoingProof(_ store: Store, verifier: ProofVerifier, now: Timestamp) -> (jws: String?, problem: String?) {
+        do {
+            guard try store.proofPolicy() != nil else { return (nil, nil) }
+            let e = try store.entitlement(verifier: verifier, now: now)
+            return (e.proof?.jws, nil)
+        } catch let e as ToolError {
+            return (nil, e.message)
+        } catch {
+            return (nil, "\(error)")
+        }
+    }
+
+    /// The store's policy, to send along (the owner's is adopted by members).
+    static func policy(_ store: Store) -> ProofPolicy? { try? store.proofPolicy() }
+
+    /// Judges a received proof and keeps it when valid. Call inside the
+    /// transaction that applies the FAMILY frame.
+    static func receiveInTransaction(_ jws: String, from peer: String, store: Store, verifier: ProofVerifier, now: Timestamp) throws -> Received {
+        guard let policy = try store.proofPolicy() else { return .notJudged }
+        let verdict = verifier.verify(jws, as: .transaction, policy: policy, now: now)
+        switch verdict {
+        case let .valid(proof):
+            try store.keepProofInTransaction(proof, source: "peer:" + peer, now: now)
+            return .kept(until: proof.entitledUntil)
+        case let .invalid(f, _, _):
+            return .rejected(reason: f.reason.rawValue, detail: f.detail)
+        }
     }
 
     /// The owner told this device, on an authenticated session, that it was
@@ -34,29 +70,28 @@ enum EntitlementExchange {
             try store.db.run("DELETE FROM proofs")
         }
     }
+}
 
-    static func isCompactJWS(_ s: String) -> Bool {
-        guard s.utf8.count <= maxProofBytes else { return false }
-        let parts = s.split(separator: ".", omittingEmptySubsequences: false)
-        return parts.count == 3 && parts.allSatisfy { p in
-            !p.isEmpty && p.utf8.allSatisfy { c in (c >= 0x30 && c <= 0x39) || (c >= 0x41 && c <= 0x5A) || (c >= 0x61 && c <= 0x7A) || c == 0x2D || c == 0x5F }
-        }
+extension ProofPolicy {
+    /// As FAMILY carries it.
+    var syncJSON: JSONValue {
+        .object([("bundleId", .string(bundleID)), ("products", .array(products.map { .string($0) })), ("allowSandbox", .bool(allowSandbox))])
     }
 }
 
 /// What `peer-sync status` says about entitlement.
 public enum SyncStatus {
-    /// The proofs this store holds. Whether they are valid is jws-verify's
-    /// verdict; this reports what is held and where it came from.
-    public static func proofState(_ store: Store, now: Timestamp) throws -> JSONValue {
-        let held = try store.db.scalarInt("SELECT count(*) FROM proofs") ?? 0
-        let s = try store.db.prepare("SELECT source, saved_at, expires_at FROM proofs ORDER BY coalesce(signed_at, saved_at) DESC, id DESC LIMIT 1")
-        defer { s.reset() }
-        var newest: JSONValue = .null
-        if try s.step() {
-            newest = .object([("source", .string(s.text(0))), ("savedAt", .string(Timestamp(milliseconds: s.int64(1)).rfc3339)),
-                              ("expiresAt", s.optionalInt64(2).map { .string(Timestamp(milliseconds: $0).rfc3339) } ?? .null)])
+    /// This device's entitlement by the math (jws-verify's answer), with the
+    /// proofs held; `no-policy` when the store has proofs but no settings to judge them by.
+    public static func proofState(_ store: Store, verifier: ProofVerifier, now: Timestamp) throws -> JSONValue {
+        let held = Int64(try store.keptProofs().count)
+        var fields: [(String, JSONValue)] = [("held", .int(held))]
+        if try store.proofPolicy() == nil {
+            fields += [("entitled", .bool(false)), ("reason", .string(held == 0 ? Entitlement.noProof : "no-policy"))]
+        } else {
+            let e = try store.entitlement(verifier: verifier, now: now)
+            if case let .object(pairs) = e.json { fields += pairs }
         }
-        return .object([("held", .int(held)), ("newest", newest), ("revokedDevice", .bool(try store.isSelfRevoked))])
+        return .object(fields)
     }
 }

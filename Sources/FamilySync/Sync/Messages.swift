@@ -148,21 +148,28 @@ struct FamilyMessage {
     var maxDevices: Int64
     var devices: [RosterEntry]
     var proof: String?
+    /// The sender's proof policy (bundle ID, products, sandbox); members adopt the owner's.
+    var policy: ProofPolicy?
     var familyKey: [UInt8]?
+
+    /// The most product IDs a policy may list.
+    static let maxPolicyProducts = 64
 
     var json: JSONValue {
         var pairs: [(String, JSONValue)] = [("owner", .string(owner)), ("epoch", .int(epoch)), ("maxDevices", .int(maxDevices)),
-                                            ("devices", .array(devices.map(\.json))), ("proof", .optional(proof))]
+                                            ("devices", .array(devices.map(\.json))), ("proof", .optional(proof)),
+                                            ("policy", policy?.syncJSON ?? .null)]
         if let k = familyKey { pairs.append(("familyKey", .string(Hex.encode(k)))) }
         return .object(pairs)
     }
 
-    init(owner: String, epoch: Int64, maxDevices: Int64, devices: [RosterEntry], proof: String?, familyKey: [UInt8]?) {
+    init(owner: String, epoch: Int64, maxDevices: Int64, devices: [RosterEntry], proof: String?, policy: ProofPolicy? = nil, familyKey: [UInt8]?) {
         self.owner = owner
         self.epoch = epoch
         self.maxDevices = maxDevices
         self.devices = devices
         self.proof = proof
+        self.policy = policy
         self.familyKey = familyKey
     }
 
@@ -178,7 +185,24 @@ struct FamilyMessage {
             list.append(RosterEntry(device: try e.uuid("device"), role: try e.role("role"), joinedAt: try e.time("joinedAt"), revokedAt: try e.optionalTime("revokedAt")))
         }
         devices = list
-        proof = try r.optionalString("proof", maxBytes: 64 << 10)
+        proof = try r.optionalString("proof", maxBytes: EntitlementExchange.maxProofBytes)
+        if let v = r.value["policy"], !v.isNull {
+            guard v.objectValue != nil else { throw ProtocolError("FAMILY field 'policy': not an object") }
+            let p = FieldReader(name: "FAMILY.policy", value: v)
+            let bundle = try p.string("bundleId", maxBytes: 255)
+            guard !bundle.isEmpty else { throw ProtocolError("FAMILY field 'policy.bundleId': empty") }
+            var products: [String] = []
+            for (i, item) in try p.array("products", maxCount: FamilyMessage.maxPolicyProducts).enumerated() {
+                guard let s = item.stringValue, !s.isEmpty, s.utf8.count <= 255 else {
+                    throw ProtocolError("FAMILY field 'policy.products[\(i)]': not a product ID")
+                }
+                products.append(s)
+            }
+            guard let sandbox = p.value["allowSandbox"]?.boolValue else { throw ProtocolError("FAMILY field 'policy.allowSandbox': not true or false") }
+            policy = ProofPolicy(bundleID: bundle, products: products, allowSandbox: sandbox)
+        } else {
+            policy = nil
+        }
         familyKey = try r.optionalHexKey("familyKey")
     }
 }

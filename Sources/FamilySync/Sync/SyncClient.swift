@@ -8,10 +8,13 @@ public final class SyncClient {
     private let options: SyncOptions
     private let clock: SyncClock
     private let observer: SyncObserver?
+    private let verifier: ProofVerifier
     private let context: TLSContext
 
-    public init(store: Store, options: SyncOptions, now: Timestamp, observer: SyncObserver?) throws {
+    /// `verifier` judges the proofs peers send (its anchors: Apple's root, or pinned ones).
+    public init(store: Store, options: SyncOptions, now: Timestamp, observer: SyncObserver?, verifier: ProofVerifier) throws {
         self.store = store
+        self.verifier = verifier
         self.options = options
         self.clock = SyncClock(base: now)
         self.observer = observer
@@ -76,7 +79,7 @@ public final class SyncClient {
             }
             emit("session", [("address", .string(address.description)), ("peer", .string(guess))])
             let session = SyncSession(store: store, family: fam, me: me, peer: SessionPeer(device: guess, address: address.description, side: .client, joined: false),
-                                      channel: channel, options: options, clock: clock, observer: observer)
+                                      channel: channel, options: options, clock: clock, observer: observer, verifier: verifier)
             do {
                 return try session.run()
             } catch let e as SessionRefused {
@@ -286,7 +289,7 @@ public final class SyncClient {
             let fam = try store.family()!
             let session = SyncSession(store: store, family: fam, me: me,
                                       peer: SessionPeer(device: welcome.owner, address: address.description, side: .client, joined: true),
-                                      channel: channel, options: options, clock: clock, observer: observer)
+                                      channel: channel, options: options, clock: clock, observer: observer, verifier: verifier)
             do {
                 return try session.run()
             } catch let e as ToolError {

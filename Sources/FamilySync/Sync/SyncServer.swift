@@ -31,6 +31,7 @@ public final class SyncServer {
     private let options: SyncOptions
     private let clock: SyncClock
     private let observer: SyncObserver?
+    private let verifier: ProofVerifier
     private let context: TLSContext
     private let busyResponders = BusyCounter()
 
@@ -42,8 +43,10 @@ public final class SyncServer {
         case notice
     }
 
-    public init(store: Store, options: SyncOptions, now: Timestamp, observer: SyncObserver?) throws {
+    /// `verifier` judges the proofs peers send (its anchors: Apple's root, or pinned ones).
+    public init(store: Store, options: SyncOptions, now: Timestamp, observer: SyncObserver?, verifier: ProofVerifier) throws {
         self.store = store
+        self.verifier = verifier
         self.options = options
         self.clock = SyncClock(base: now)
         self.observer = observer
@@ -134,7 +137,7 @@ public final class SyncServer {
         case let .sync(peer, _):
             emit("session", [("from", .string(from)), ("peer", .string(peer))])
             let session = SyncSession(store: store, family: fam, me: me, peer: SessionPeer(device: peer, address: nil, side: .server, joined: false),
-                                      channel: channel, options: options, clock: clock, observer: observer)
+                                      channel: channel, options: options, clock: clock, observer: observer, verifier: verifier)
             return .session(runSession(session))
         case let .pair(nonce, _):
             let admission: (member: String, welcome: WelcomeMessage)
@@ -157,7 +160,7 @@ public final class SyncServer {
             emit("joined", [("from", .string(from)), ("device", .string(admission.member))])
             let session = SyncSession(store: store, family: try store.family()!, me: me,
                                       peer: SessionPeer(device: admission.member, address: nil, side: .server, joined: true),
-                                      channel: channel, options: options, clock: clock, observer: observer)
+                                      channel: channel, options: options, clock: clock, observer: observer, verifier: verifier)
             return .session(runSession(session))
         }
     }

@@ -31,6 +31,7 @@ final class SyncSession {
     private let options: SyncOptions
     private let clock: SyncClock
     private let observer: SyncObserver?
+    private let verifier: ProofVerifier
     private var summary: SyncSummary
     private let started = Deadline.now()
 
@@ -53,8 +54,9 @@ final class SyncSession {
     private var lastProgress = Deadline.now()
 
     init(store: Store, family: FamilyInfo, me: String, peer: SessionPeer, channel: FrameChannel,
-         options: SyncOptions, clock: SyncClock, observer: SyncObserver?) {
+         options: SyncOptions, clock: SyncClock, observer: SyncObserver?, verifier: ProofVerifier) {
         self.store = store
+        self.verifier = verifier
         self.family = family
         self.me = me
         self.peer = peer
@@ -138,9 +140,12 @@ final class SyncSession {
         var key: [UInt8]? = nil
         if family.role == .owner, h.epoch < (try store.familyEpoch) { key = try store.familySecret() }
         let maxDevices = Int64(family.role == .owner ? try store.maxDevices : Int(try store.meta("family_max_devices") ?? "") ?? Store.defaultMaxDevices)
+        let outgoing = EntitlementExchange.outgoingProof(store, verifier: verifier, now: clock.now())
+        if let problem = outgoing.problem { emit("warning", [("message", .string("no proof sent: \(problem)"))]) }
+        summary.proofSent = outgoing.jws != nil
         let fm = FamilyMessage(owner: family.ownerDevice, epoch: try store.familyEpoch, maxDevices: maxDevices,
                                devices: Array(roster.prefix(FamilyMessage.maxRosterEntries)),
-                               proof: try EntitlementExchange.outgoingProof(store), familyKey: key)
+                               proof: outgoing.jws, policy: EntitlementExchange.policy(store), familyKey: key)
         channel.send(.family, json: fm.json)
         let g = try nextFrame(deadline: Deadline(after: SyncLimits.idleTimeout), expecting: "FAMILY")
         guard g.type == .family else { throw ProtocolError("expected FAMILY, got \(g.type.name)") }
@@ -176,20 +181,32 @@ final class SyncSession {
         let fromOwner = h.device == family.ownerDevice
         let now = clock.now()
         var newKey = false
+        var received = EntitlementExchange.Received.none
         try store.write {
             for e in m.devices where e.device != me || fromOwner {
                 try store.mergeRosterEntry(device: e.device, role: e.role, joinedAt: e.joinedAt, revokedAt: e.revokedAt, authoritative: fromOwner)
             }
             if fromOwner {
+                if let p = m.policy, p != (try store.proofPolicy()) { try store.setProofPolicy(p) }
                 try store.setMeta("family_max_devices", String(m.maxDevices))
                 if let k = m.familyKey, m.epoch > (try store.familyEpoch) {
                     try store.setFamilyKey(k, epoch: m.epoch)
                     newKey = true
                 }
             }
-            if let p = m.proof { try EntitlementExchange.receive(p, from: h.device, store: store, now: now) }
+            if let p = m.proof {
+                received = try EntitlementExchange.receiveInTransaction(p, from: h.device, store: store, verifier: verifier, now: now)
+            }
         }
         if newKey { emit("family-key", [("epoch", .int(m.epoch))]) }
+        summary.proofReceived = received
+        switch received {
+        case .none: break
+        case let .kept(until): emit("proof", [("state", .string("kept")), ("until", .optional(until?.rfc3339))])
+        case let .rejected(reason, detail):
+            emit("proof", [("state", .string("rejected")), ("reason", .string(reason)), ("detail", .string(detail))])
+        case .notJudged: emit("proof", [("state", .string("not-judged"))])
+        }
     }
 
     // MARK: The main loop

@@ -25,6 +25,9 @@ public struct SyncSummary: Sendable {
     public var lastSynced: Timestamp?
     public var localDigest: String?
     public var peerDigest: String?
+    /// Whether this side sent a proof, and what became of the peer's.
+    public var proofSent = false
+    var proofReceived = EntitlementExchange.Received.none
 
     public init(side: Side) { self.side = side }
 
@@ -43,6 +46,7 @@ public struct SyncSummary: Sendable {
             ("durationMs", .int(durationMilliseconds)),
             ("clockSkew", .object([("ms", .int(clockSkewMilliseconds)), ("reported", .bool(clockSkewReported))])),
             ("lastSynced", lastSynced.map { .string($0.rfc3339) } ?? .null),
+            ("proof", .object([("sent", .bool(proofSent)), ("received", proofReceived.json)])),
             ("digest", .object([("local", .optional(localDigest)), ("peer", .optional(peerDigest)),
                                 ("equal", .bool(localDigest != nil && localDigest == peerDigest))])),
         ])

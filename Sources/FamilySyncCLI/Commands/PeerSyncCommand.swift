@@ -11,6 +11,9 @@ public enum PeerSyncCommand {
     static let wait = OptionSpec("wait", valueName: "DURATION",
         help: "Keep retrying a busy peer, with backoff, this long before giving up with status 75.",
         default: SyncLimits.defaultBusyWait.description)
+    static let root = OptionSpec("root", kind: .repeating, valueName: "CERT",
+        help: "Judge the proofs peers send against CERT (a DER or PEM file) instead of the bundled Apple Root CA - G3, as jws-verify --root does. Repeatable.",
+        default: "Apple Root CA - G3", completion: .file)
     /// Fault injection for tests only: hidden from help, man page and completions.
     static let faultSkipPhotoReplies = OptionSpec.flag("fault-inject-skip-photo-replies",
         help: "Fault injection for tests: drop photo requests without any reply.", hidden: true)
@@ -30,7 +33,7 @@ public enum PeerSyncCommand {
                   OptionSpec("listen", valueName: "HOST:PORT", help: "The address to listen on; port 0 picks a free port (see the 'listening' event).",
                              default: "0.0.0.0:\(SyncLimits.defaultPort)"),
                   .flag("once", help: "Exit after the first session (not after a refusal or a busy reply), with that session's status."),
-                  waveTimeout, events, CommonOptions.now, CommonOptions.quiet, faultSkipPhotoReplies],
+                  waveTimeout, events, root, CommonOptions.now, CommonOptions.quiet, faultSkipPhotoReplies],
         examples: [Example("Serve the owner's device on the default port:", "peer-sync serve --db owner.db")]
     )
 
@@ -48,7 +51,7 @@ public enum PeerSyncCommand {
         """,
         options: [CommonOptions.db,
                   OptionSpec("connect", valueName: "HOST:PORT", help: "Where the owner's device listens, when the offer carries no address or another one is right."),
-                  wait, waveTimeout, events, CommonOptions.now, CommonOptions.quiet],
+                  wait, waveTimeout, events, root, CommonOptions.now, CommonOptions.quiet],
         arguments: [ArgumentSpec("OFFER", help: "A file holding the offer (JSON or text), or - for standard input.", default: "-")],
         examples: [Example("Scan the owner's QR code and join:", "pair-scan pair.png | peer-sync join --db kid.db")]
     )
@@ -64,7 +67,7 @@ public enum PeerSyncCommand {
         with backoff until --wait runs out (then status 75). Nobody listening \
         is status 69, never a silent hang.
         """,
-        options: [CommonOptions.db, wait, waveTimeout, events, CommonOptions.now, CommonOptions.quiet, faultSkipPhotoReplies],
+        options: [CommonOptions.db, wait, waveTimeout, events, root, CommonOptions.now, CommonOptions.quiet, faultSkipPhotoReplies],
         arguments: [ArgumentSpec("HOST:PORT", help: "The peer's address.", default: "the known peers in turn", completion: .none)],
         examples: [Example("Sync now with the owner's device:", "peer-sync connect --db kid.db owner.local:7433"),
                    Example("Sync with whichever known peer answers:", "peer-sync connect --db kid.db")]
@@ -93,9 +96,10 @@ public enum PeerSyncCommand {
         discussion: """
         Prints one JSON object: this device, the family and this device's \
         role, the family key's epoch, every device with when it was last \
-        synced and its cursors, the proof state, and the photos still wanted.
+        synced and its cursors, the proof state (jws-verify's verdict on the \
+        kept proofs), and the photos still wanted.
         """,
-        options: [CommonOptions.db, CommonOptions.now],
+        options: [CommonOptions.db, root, CommonOptions.now],
         examples: [Example("Which devices have synced lately?", "peer-sync status --db owner.db | jq '.devices[] | {device, lastSynced}'")]
     )
 
@@ -166,6 +170,12 @@ public enum PeerSyncCommand {
         return t
     }
 
+    /// The proof verifier, pinned on --root when given.
+    static func verifier(_ ctx: ToolContext) throws -> ProofVerifier {
+        let roots = ctx.args.values("root")
+        return try ProofVerifier(anchors: roots.isEmpty ? nil : try TrustAnchors.load(paths: roots))
+    }
+
     static func address(_ text: String, option: String) throws -> HostPort {
         guard let a = HostPort(parsing: text) else { throw ToolError.usage("\(option): '\(text)' is not HOST:PORT") }
         return a
@@ -222,7 +232,7 @@ public enum PeerSyncCommand {
         let store = try ctx.store()
         let (obs, _) = try observer(ctx)
         installStopHandlers()
-        let server = try SyncServer(store: store, options: opts, now: ctx.now, observer: obs)
+        let server = try SyncServer(store: store, options: opts, now: ctx.now, observer: obs, verifier: try verifier(ctx))
         let status = try server.run(listen: listen, once: ctx.args.flag("once")) { result in
             ctx.endProgress()
             switch result {
@@ -265,7 +275,7 @@ public enum PeerSyncCommand {
         let store = try ctx.store()
         let (obs, _) = try observer(ctx)
         installStopHandlers()
-        let client = try SyncClient(store: store, options: opts, now: ctx.now, observer: obs)
+        let client = try SyncClient(store: store, options: opts, now: ctx.now, observer: obs, verifier: try verifier(ctx))
         defer { ctx.endProgress() }
         let summary = try client.join(offer: offer, at: target, wait: wait)
         ctx.endProgress()
@@ -282,7 +292,7 @@ public enum PeerSyncCommand {
         let store = try ctx.store()
         let (obs, _) = try observer(ctx)
         installStopHandlers()
-        let client = try SyncClient(store: store, options: opts, now: ctx.now, observer: obs)
+        let client = try SyncClient(store: store, options: opts, now: ctx.now, observer: obs, verifier: try verifier(ctx))
         defer { ctx.endProgress() }
         let summary = try target.map { try client.sync(with: $0, wait: wait) } ?? client.syncNow(wait: wait)
         ctx.endProgress()
@@ -343,7 +353,7 @@ public enum PeerSyncCommand {
             ("epoch", .int(try store.familyEpoch)), ("revoked", .bool(try store.isSelfRevoked)),
             ("maxDevices", .int(maxDevices)), ("activeDevices", .int(try store.activeDeviceCount())),
             ("devices", .array(devices)),
-            ("proof", try SyncStatus.proofState(store, now: ctx.now)),
+            ("proof", try SyncStatus.proofState(store, verifier: try verifier(ctx), now: ctx.now)),
             ("records", .int(records)), ("changeSeq", .int(try store.currentChangeSeq)),
             ("photos", .object([("held", .int(photos)), ("wanted", .int(try store.wantedPhotoCount()))])),
         ]))
