@@ -1,0 +1,147 @@
+#!/usr/bin/env bash
+# peer-sync on loopback, three figures, each against an anchor from the same run:
+#
+# 1. Full sync of 1,000 photos of 1 MB and 100,000 records (a member's first
+#    sync, `peer-sync join`), against a raw TLS 1.3 copy of the same bytes
+#    (openssl s_server receiving into a file, s_client sending, external PSK,
+#    TLS_AES_128_GCM_SHA256): throughput as a fraction of the raw copy's.
+#    Target: at least 0.70.
+# 2. Incremental sync of 100 changed records in that 100,000-record store,
+#    against a session in which nothing changed. Target: under 1 s.
+# 3. Peak RSS of both sides syncing 10,000 photos (16 KiB each, to keep the
+#    run short; the wave and chunk bounds make photo size irrelevant to
+#    memory), against the same with 1,000 photos: the ratio shows memory does
+#    not grow with the library. Target: under 100 MB.
+#
+# Environment: BENCH_PYTHON (venv python), PEER_SYNC_BENCH_PHOTOS (default
+# 1000), PEER_SYNC_BENCH_RECORDS (default 100000), PEER_SYNC_BENCH_TRIALS
+# (default 2; the best of each is kept).
+set -euo pipefail
+bin=${1:?usage: bench/50-peer-sync.sh RELEASE_BIN_DIR}
+here=$(cd "$(dirname "$0")" && pwd)
+py=${BENCH_PYTHON:-$here/.venv/bin/python}
+command -v "$py" > /dev/null || py=python3
+photos=${PEER_SYNC_BENCH_PHOTOS:-1000}
+records=${PEER_SYNC_BENCH_RECORDS:-100000}
+trials=${PEER_SYNC_BENCH_TRIALS:-2}
+work=$(mktemp -d)
+pids=()
+cleanup() {
+    for p in "${pids[@]}"; do kill "$p" 2> /dev/null || true; done
+    for p in "${pids[@]}"; do wait "$p" 2> /dev/null || true; done
+    rm -rf "$work"
+}
+trap cleanup EXIT
+fixture() { "$py" "$here/peer_sync_fixture.py" "$@"; }
+now() { echo "$EPOCHREALTIME"; }
+elapsed() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", b - a }'; }
+min() { awk -v a="$1" -v b="$2" 'BEGIN { print (a == "" || b < a) ? b : a }'; }
+
+# Starts `peer-sync serve --once` on an ephemeral port, timed by /usr/bin/time
+# (peak RSS into $1.rss); sets $port and $serve_pid.
+serve() {
+    local db=$1 name=$2
+    rm -f "$work/$name.events"
+    /usr/bin/time -f %M -o "$work/$name.rss" "$bin/peer-sync" serve --db "$db" --listen 127.0.0.1:0 --once \
+        --events "$work/$name.events" > "$work/$name.out" 2> "$work/$name.err" &
+    serve_pid=$!
+    pids+=("$serve_pid")
+    for _ in $(seq 500); do
+        port=$(sed -n 's/.*"event":"listening".*"address":"127.0.0.1:\([0-9]*\)".*/\1/p' "$work/$name.events" 2> /dev/null | head -1 || true)
+        [ -n "$port" ] && return 0
+        sleep 0.02
+    done
+    echo "peer-sync serve did not start: $(cat "$work/$name.err")"
+    exit 1
+}
+
+# A member joined to a fresh owner store; prints nothing, leaves $work/$1-owner.db and $work/$1-member.db.
+household() {
+    local name=$1 n_records=$2 n_photos=$3 photo_bytes=$4
+    "$bin/pair-qr" --db "$work/$name-owner.db" --ttl 1h --format text -o "$work/$name-offer.txt" > "$work/$name-offer.json"
+    fixture fill "$work/$name-owner.db" "$n_records" "$n_photos" "$photo_bytes"
+}
+
+# Joins (a full first sync), timed; sets $took and writes the member's peak RSS to $name.join.rss.
+join_timed() {
+    local name=$1
+    serve "$work/$name-owner.db" "$name"
+    local t0; t0=$(now)
+    /usr/bin/time -f %M -o "$work/$name.join.rss" "$bin/peer-sync" join --db "$work/$name-member.db" \
+        --connect "127.0.0.1:$port" < "$work/$name-offer.json" > "$work/$name.join.json"
+    wait "$serve_pid"
+    took=$(elapsed "$t0" "$(now)")
+}
+
+# --- 1. Full sync against a raw TLS 1.3 copy of the same bytes ----------------
+household full "$records" "$photos" 1048576
+fixture payload "$work/full-owner.db" "$work/payload.bin"
+bytes=$(stat -c %s "$work/payload.bin")
+
+best_sync=""
+for t in $(seq "$trials"); do
+    rm -f "$work/full-member.db" "$work/full-member.db-wal" "$work/full-member.db-shm"
+    [ "$t" -gt 1 ] && "$bin/pair-qr" --db "$work/full-owner.db" --ttl 1h --format text -o "$work/full-offer.txt" > "$work/full-offer.json"
+    join_timed full
+    grep -q "\"received\":$photos," "$work/full.join.json" || { echo "full sync did not receive every photo: $(cat "$work/full.join.json")"; exit 1; }
+    best_sync=$(min "$best_sync" "$took")
+done
+
+key=$(openssl rand -hex 32)
+best_tls=""
+for _ in $(seq "$trials"); do
+    rm -f "$work/tls.fifo" "$work/received.bin"
+    mkfifo "$work/tls.fifo"
+    tls_port=$(( 20000 + RANDOM % 20000 ))
+    openssl s_server -accept "127.0.0.1:$tls_port" -tls1_3 -ciphersuites TLS_AES_128_GCM_SHA256 -psk "$key" -psk_identity bench \
+        -nocert -naccept 1 -quiet < "$work/tls.fifo" > "$work/received.bin" 2> "$work/s_server.err" &
+    s_pid=$!
+    pids+=("$s_pid")
+    exec 4> "$work/tls.fifo"   # holds the server's stdin open: it must not hang up on EOF
+    sleep 0.3
+    t0=$(now)
+    openssl s_client -connect "127.0.0.1:$tls_port" -tls1_3 -ciphersuites TLS_AES_128_GCM_SHA256 -psk "$key" -psk_identity bench \
+        -quiet -no_ign_eof -nocommands < "$work/payload.bin" > /dev/null 2> "$work/s_client.err"
+    wait "$s_pid" || true
+    took=$(elapsed "$t0" "$(now)")
+    exec 4>&-
+    [ "$(stat -c %s "$work/received.bin")" -eq "$bytes" ] || { echo "the raw TLS copy lost bytes"; exit 1; }
+    best_tls=$(min "$best_tls" "$took")
+done
+awk -v b="$bytes" -v s="$best_sync" -v a="$best_tls" -v p="$photos" -v r="$records" 'BEGIN {
+    printf "full sync, %d photos of 1 MB + %d records (%.0f MB): peer-sync %.2f s (%.0f MB/s), raw TLS 1.3 copy %.2f s (%.0f MB/s)\n", p, r, b / 1e6, s, b / 1e6 / s, a, b / 1e6 / a
+    printf "  ratio: peer-sync throughput = %.2f x raw TLS copy (target >= 0.70)\n", a / s
+}'
+
+# --- 2. Incremental sync of 100 changed records ------------------------------
+best_inc="" best_noop=""
+for _ in $(seq "$trials"); do
+    fixture edit "$work/full-owner.db" 100
+    serve "$work/full-owner.db" inc
+    t0=$(now)
+    "$bin/peer-sync" connect --db "$work/full-member.db" "127.0.0.1:$port" > "$work/inc.json"
+    wait "$serve_pid"
+    best_inc=$(min "$best_inc" "$(elapsed "$t0" "$(now)")")
+    grep -q '"received":100,' "$work/inc.json" || { echo "incremental sync did not carry 100 records: $(cat "$work/inc.json")"; exit 1; }
+    serve "$work/full-owner.db" noop
+    t0=$(now)
+    "$bin/peer-sync" connect --db "$work/full-member.db" "127.0.0.1:$port" > "$work/noop.json"
+    wait "$serve_pid"
+    best_noop=$(min "$best_noop" "$(elapsed "$t0" "$(now)")")
+done
+awk -v i="$best_inc" -v n="$best_noop" -v r="$records" 'BEGIN {
+    printf "incremental sync, 100 changed records in a %d-record store: %.3f s (target < 1 s); a session with nothing to send: %.3f s\n", r, i, n
+    printf "  ratio: incremental = %.2f x an empty session\n", i / n
+}'
+rm -f "$work"/full-*.db* "$work/payload.bin" "$work/received.bin"
+
+# --- 3. Peak RSS with 10,000 photos against 1,000 -----------------------------
+household small 1000 1000 16384
+join_timed small
+household large 10000 10000 16384
+join_timed large
+grep -q '"received":10000,' "$work/large.join.json" || { echo "the 10,000-photo sync did not receive every photo"; exit 1; }
+awk -v ss="$(cat "$work/small.rss")" -v sj="$(cat "$work/small.join.rss")" -v ls="$(cat "$work/large.rss")" -v lj="$(cat "$work/large.join.rss")" 'BEGIN {
+    printf "peak RSS, 10,000 photos of 16 KiB: serving side %.1f MB, joining side %.1f MB (target < 100 MB)\n", ls / 1024, lj / 1024
+    printf "  ratio against 1,000 photos: serving side %.2f x, joining side %.2f x (1.00 = independent of library size)\n", ls / ss, lj / sj
+}'
