@@ -172,28 +172,40 @@ extension Store {
     }
 
     /// Keeps a received photo whose bytes the caller has already hashed to
-    /// `sha256` as they arrived (so they are not hashed twice). The bytes are
-    /// bound without a copy: SQLite reads them during the step, while the
-    /// caller still holds them.
+    /// `sha256` as they arrived (so they are not hashed twice). The row is
+    /// made with a zeroblob and filled through incremental blob I/O, so
+    /// SQLite builds no record buffer the size of the photo, in one transaction.
     func keepVerifiedPhoto(_ bytes: [UInt8], sha256: String, now: Timestamp) throws {
-        let s = try db.prepare("INSERT OR IGNORE INTO photos (sha256, size, added_at, bytes) VALUES (?, ?, ?, ?)")
-        defer { s.reset() }
-        try s.bind([.text(sha256), .int(Int64(bytes.count)), .int(now.milliseconds)])
-        try bytes.withUnsafeBytes { b in
-            let rc = sqlite3_bind_blob64(s.stmt, 4, b.baseAddress ?? UnsafeRawPointer(bitPattern: 1), sqlite3_uint64(b.count), nil)
-            try db.check(rc, "binding a received photo")
-            while try s.step() {}
+        try write {
+            try db.run("INSERT OR IGNORE INTO photos (sha256, size, added_at, bytes) VALUES (?, ?, ?, zeroblob(?))",
+                       [.text(sha256), .int(Int64(bytes.count)), .int(now.milliseconds), .int(Int64(bytes.count))])
+            guard db.changes == 1, !bytes.isEmpty else { return }
+            let rowid = db.lastInsertRowID
+            var b: OpaquePointer?
+            var rc = sqlite3_blob_open(db.handle, "main", "photos", "bytes", rowid, 1, &b)
+            guard rc == SQLITE_OK, let blob = b else {
+                if let b { sqlite3_blob_close(b) }
+                throw SQLiteError(code: rc, context: "opening a received photo for writing", message: String(cString: sqlite3_errmsg(db.handle)))
+            }
+            defer { sqlite3_blob_close(blob) }
+            rc = bytes.withUnsafeBytes { sqlite3_blob_write(blob, $0.baseAddress, Int32($0.count), 0) }
+            try db.check(rc, "writing a received photo")
         }
     }
 
-    /// Lets the session's connection grow the write-ahead log to `pages`
-    /// before checkpointing (fewer checkpoints, each with its fsyncs, while a
-    /// library streams in). Returns the previous setting, to put back.
-    @discardableResult
-    func setAutoCheckpoint(pages: Int64) throws -> Int64 {
+    /// Lets the session's connection grow the write-ahead log to about
+    /// `bytes` before checkpointing (fewer checkpoints, each with its fsyncs,
+    /// while a library streams in). Returns the previous setting in pages, to
+    /// put back with `restoreAutoCheckpoint`.
+    func raiseAutoCheckpoint(bytes: Int64) throws -> Int64 {
         let before = try db.scalarInt("PRAGMA wal_autocheckpoint") ?? 1000
-        _ = try db.scalarInt("PRAGMA wal_autocheckpoint = \(pages)")
+        let pageSize = max(512, try db.scalarInt("PRAGMA page_size") ?? 4096)
+        _ = try db.scalarInt("PRAGMA wal_autocheckpoint = \(max(before, bytes / pageSize))")
         return before
+    }
+
+    func restoreAutoCheckpoint(pages: Int64) throws {
+        _ = try db.scalarInt("PRAGMA wal_autocheckpoint = \(pages)")
     }
 
     // MARK: Offers

@@ -11,8 +11,11 @@ public enum SyncLimits {
     /// wave may send the next before the old one is answered, but not endlessly.
     public static let maxQueuedPhotoRequests = 4 * waveSize
     /// Bytes of photo data per PHOTO-DATA frame: small enough to interleave
-    /// control frames, large enough to keep TLS records full.
-    public static let photoChunkBytes = 256 << 10
+    /// control frames and for each frame's buffer to come from the allocator's
+    /// reused heap (below glibc's 128 KiB mmap threshold, so a gigabyte of
+    /// photos does not fault in a gigabyte of fresh pages), large enough to
+    /// keep TLS records full.
+    public static let photoChunkBytes = 64 << 10
     /// Records per RECORDS frame, and the bytes after which a batch is cut
     /// (a batch always carries at least one record). Each batch is applied in
     /// one transaction, so a broken session leaves whole batches or nothing.
@@ -44,10 +47,10 @@ public enum SyncLimits {
     public static let maxBusyResponders = 8
     /// The default port `serve` listens on and `connect` assumes.
     public static let defaultPort: UInt16 = 7433
-    /// Write-ahead-log pages (4 KiB each) a session lets accumulate before a
-    /// checkpoint: 64 MiB, so receiving a library costs a few dozen
-    /// checkpoints and their fsyncs rather than one every four megabytes.
-    public static let sessionAutoCheckpointPages: Int64 = 16384
+    /// How large a session lets the write-ahead log grow before a checkpoint:
+    /// receiving a library then costs a few dozen checkpoints and their
+    /// fsyncs rather than one every four megabytes.
+    public static let sessionCheckpointBytes: Int64 = 64 << 20
     /// How often a waiting server looks whether it was asked to stop.
     public static let stopCheckInterval = TimeSpan(milliseconds: 100)
     /// Progress events are written at most this often.

@@ -77,8 +77,8 @@ final class SyncSession {
     /// whose status says how it ended otherwise (65 protocol error, 69 the
     /// peer vanished or went silent); the store keeps whole applied batches only.
     func run() throws -> SyncSummary {
-        let checkpointBefore = try store.setAutoCheckpoint(pages: SyncLimits.sessionAutoCheckpointPages)
-        defer { _ = try? store.setAutoCheckpoint(pages: checkpointBefore) }
+        let checkpointBefore = try store.raiseAutoCheckpoint(bytes: SyncLimits.sessionCheckpointBytes)
+        defer { try? store.restoreAutoCheckpoint(pages: checkpointBefore) }
         do {
             try exchangeHellos()
             try loop()

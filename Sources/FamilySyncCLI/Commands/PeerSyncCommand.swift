@@ -127,6 +127,25 @@ public enum PeerSyncCommand {
         subcommands: [serve, join, connect, revoke, status],
         seeAlso: AllTools.seeAlso(except: "peer-sync"),
         extraSections: [
+            ("Summary", """
+            Each session prints one JSON object on standard output: peer (the \
+            other device's ID), address, side (client or server), joined, \
+            records {sent, received, applied, clamped}, photos {sent, received, \
+            unavailable, wanted, waves}, bytes {sent, received, perSecond}, \
+            durationMs, clockSkew {ms, reported}, lastSynced, proof {sent, \
+            received {state: none, kept, rejected or not-judged}}, and digest \
+            {local, peer, equal}: SHA-256 digests of both sides' record state, \
+            equal when the two hold the same versions.
+            """),
+            ("Events", """
+            With --events, each line is a JSON object with event and time: \
+            listening (address, device, family, role), session, joined, hello \
+            (peer, role, clockSkewMs, full), clock-skew, family-key, proof, \
+            phase (records, photos), wave (wave, requested), wave-timeout, \
+            progress (phase, wave, bytes, rate), done-sent, done-received, \
+            synced, ended (outcome), busy, refused (reason, message), rejected, \
+            peer-hint, unreachable, revoked, warning.
+            """),
             ("Security", """
             Pairing proves the offer's one-time nonce (the PSK is derived from \
             it); the nonce never crosses the network. Sessions between the \
