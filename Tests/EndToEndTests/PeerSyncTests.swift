@@ -334,6 +334,13 @@ extension PeerSyncTests {
         #expect(r.err.contains("See 'peer-sync"))
     }
 
+    @Test func unwritableEventsFileIsAnIOError() throws {
+        let dir = TempDir()
+        let r = try Tools.run("peer-sync", ["connect", "--db", dir.file("s.db"), "--events", dir.file("no/such/dir/ev"), "127.0.0.1:9"])
+        #expect(r.status == 74)
+        #expect(r.err.hasPrefix("peer-sync: --events: cannot open \(dir.file("no/such/dir/ev"))"))
+    }
+
     @Test func statusOfAStoreWithoutAFamily() throws {
         let dir = TempDir()
         let r = try Tools.run("peer-sync", ["status", "--db", dir.file("new.db")])

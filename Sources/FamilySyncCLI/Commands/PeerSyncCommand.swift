@@ -206,7 +206,9 @@ public enum PeerSyncCommand {
         let obs: SyncObserver = { e in
             log?.write(e.json(time: Timestamp.current()))
             switch e.name {
-            case "progress", "phase", "wave", "listening", "session", "busy":
+            case "progress":
+                ctx.progress(progressLine(e))
+            case "phase", "wave", "listening", "session", "busy":
                 ctx.progress(e.line)
             case "clock-skew":
                 let ms = e.fields.first { $0.0 == "ms" }?.1.int64Value ?? 0
@@ -220,6 +222,15 @@ public enum PeerSyncCommand {
             }
         }
         return (obs, log)
+    }
+
+    /// "photos, wave 3: 120.5 MB in, 0.1 MB out, 85.2 MB/s" for a terminal.
+    static func progressLine(_ e: SyncEvent) -> String {
+        func field(_ k: String) -> JSONValue? { e.fields.first { $0.0 == k }?.1 }
+        func mb(_ k: String) -> String { String(format: "%.1f MB", Double(field(k)?.int64Value ?? 0) / 1e6) }
+        let phase = field("phase")?.stringValue ?? ""
+        let wave = field("wave")?.int64Value ?? 0
+        return "\(phase)\(wave > 0 ? ", wave \(wave)" : ""): \(mb("bytesReceived")) in, \(mb("bytesSent")) out, \(mb("bytesPerSecond"))/s"
     }
 
     static func describe(ms: Int64) -> String {
