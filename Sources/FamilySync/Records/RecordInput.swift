@@ -10,6 +10,13 @@ public final class RecordInput {
     public let bytes: UnsafeRawBufferPointer
     private let mapped: Bool
 
+    /// Fault the whole mapping in at once (Linux): far cheaper than a page fault per 4 KiB.
+    #if os(Linux)
+    static let populate = MAP_POPULATE
+    #else
+    static let populate: Int32 = 0
+    #endif
+
     /// Reads `path` ("-" for standard input). A missing file is `noInput` (66).
     public init(path: String) throws {
         let fd: Int32
@@ -30,7 +37,7 @@ public final class RecordInput {
         if st.st_mode & S_IFMT == S_IFDIR { throw ToolError(.noInput, "\(name): is a directory") }
         if st.st_mode & S_IFMT == S_IFREG && st.st_size > 0 {
             let size = Int(st.st_size)
-            if let p = mmap(nil, size, PROT_READ, MAP_PRIVATE, fd, 0), p != MAP_FAILED {
+            if let p = mmap(nil, size, PROT_READ, MAP_PRIVATE | RecordInput.populate, fd, 0), p != MAP_FAILED {
                 _ = madvise(p, size, MADV_WILLNEED)
                 bytes = UnsafeRawBufferPointer(start: p, count: size)
                 mapped = true

@@ -60,44 +60,57 @@ public enum RecordMerge {
 
         var total = 0
         for r in results { total += r.entries.count }
-        var entries: [MergeEntry] = []
-        entries.reserveCapacity(total)
-        for r in results { entries.append(contentsOf: r.entries) }
-        sortEntries(&entries)
+        let keys = UnsafeMutableBufferPointer<SortKey>.allocate(capacity: max(total, 1))
+        defer { keys.deallocate() }
+        var k = 0
+        for r in results {
+            for i in 0..<r.entries.count {
+                let e = r.entries.base + i
+                keys[k] = SortKey(prefix: e.pointee.prefix, entry: UnsafePointer(e))
+                k += 1
+            }
+        }
+        let sorted = UnsafeMutableBufferPointer(rebasing: keys[0..<total])
+        sortKeys(sorted)
 
         var out = [UInt8]()
         let flushAt = 1 << 20
         out.reserveCapacity(flushAt + Record.maxLineBytes + 1)
-        try entries.withUnsafeBufferPointer { e in
-            var i = 0
-            let n = e.count
-            while i < n {
-                var j = i + 1
-                while j < n && MergeEntry.sameID(e[i], e[j]) { j += 1 }
-                var best = i
-                for k in (i + 1)..<max(j, i + 1) where MergeEntry.beats(e[k], e[best]) { best = k }
-                let w = e[best]
-                out.append(contentsOf: UnsafeBufferPointer(start: w.line, count: Int(w.lineLen)))
-                out.append(0x0A)
-                if out.count >= flushAt {
-                    try out.withUnsafeBytes { try write($0) }
-                    out.removeAll(keepingCapacity: true)
-                }
-                if let explain {
-                    var rule = LWW.Rule.new
-                    if j - i > 1 {
-                        var second = best == i ? i + 1 : i
-                        for k in i..<j where k != best && k != second && MergeEntry.beats(e[k], e[second]) { second = k }
-                        rule = MergeEntry.decide(held: e[second], incoming: w).rule
-                    }
-                    try explain(Explanation(id: UnsafeRawBufferPointer(start: w.id, count: Int(w.idLen)), rule: rule,
-                                            fromRemote: w.isRemote, versions: j - i, clamped: w.isClamped))
-                }
-                summary.written += 1
-                i = j
+        var i = 0
+        let n = total
+        while i < n {
+            var j = i + 1
+            while j < n && MergeEntry.sameID(sorted[i].entry.pointee, sorted[j].entry.pointee) { j += 1 }
+            var best = sorted[i].entry
+            if j - i > 1 {
+                for x in (i + 1)..<j where MergeEntry.beats(sorted[x].entry.pointee, best.pointee) { best = sorted[x].entry }
             }
+            let w = best.pointee
+            out.append(contentsOf: UnsafeBufferPointer(start: w.line, count: Int(w.lineLen)))
+            out.append(0x0A)
+            if out.count >= flushAt {
+                try out.withUnsafeBytes { try write($0) }
+                out.removeAll(keepingCapacity: true)
+            }
+            if let explain {
+                var rule = LWW.Rule.new
+                if j - i > 1 {
+                    var second: UnsafePointer<MergeEntry>? = nil
+                    for x in i..<j where sorted[x].entry != best {
+                        if let s2 = second, !MergeEntry.beats(sorted[x].entry.pointee, s2.pointee) { continue }
+                        second = sorted[x].entry
+                    }
+                    rule = MergeEntry.decide(held: second!.pointee, incoming: w).rule
+                }
+                try explain(Explanation(id: UnsafeRawBufferPointer(start: w.id, count: Int(w.idLen)), rule: rule,
+                                        fromRemote: w.isRemote, versions: j - i, clamped: w.isClamped))
+            }
+            summary.written += 1
+            i = j
         }
         if !out.isEmpty { try out.withUnsafeBytes { try write($0) } }
+        // The entries and arenas the keys point into live in the chunk results.
+        withExtendedLifetime(results) {}
         return summary
     }
 
@@ -132,11 +145,13 @@ public enum RecordMerge {
     }
 
     final class ChunkResult: @unchecked Sendable {
-        var entries: [MergeEntry] = []
+        /// Entries in a buffer that never moves once scanning is done, so sort keys can point at them.
+        var entries = EntryBuffer()
         let arena = ByteArena()
         var lines = 0
         var clamped = 0
         var error: (Int, RecordError)?
+        deinit { entries.free() }
     }
 
     static func runJobs(_ jobs: [ChunkJob]) -> [ChunkResult] {
@@ -156,7 +171,7 @@ public enum RecordMerge {
         var pos = job.range.lowerBound
         let stop = job.range.upperBound
         var workspace = RecordScanner.ScanWorkspace()
-        res.entries.reserveCapacity((stop - pos) / 256 + 16)
+        res.entries.reserve((stop - pos) / 256 + 16)
         let order0 = (job.remote ? 1 : 0) << 56
         while pos < stop {
             var lineEnd = stop
@@ -236,37 +251,84 @@ public enum RecordMerge {
 
     // MARK: Sorting
 
-    /// Sorts by id (byte order), then by input order; halves are sorted on
-    /// two threads and merged when the set is large.
-    static func sortEntries(_ entries: inout [MergeEntry]) {
-        let n = entries.count
-        guard n > 200_000, ProcessInfo.processInfo.activeProcessorCount > 1 else {
-            entries.sort(by: MergeEntry.less)
-            return
-        }
-        let mid = n / 2
-        entries.withUnsafeMutableBufferPointer { buf in
-            let whole = SendableBuffer(buf: buf)
-            DispatchQueue.concurrentPerform(iterations: 2) { k in
-                let b = whole.buf
-                var part = UnsafeMutableBufferPointer(rebasing: k == 0 ? b[0..<mid] : b[mid..<n])
-                part.sort(by: MergeEntry.less)
-            }
-        }
-        var merged: [MergeEntry] = []
-        merged.reserveCapacity(n)
-        entries.withUnsafeBufferPointer { b in
-            var i = 0, j = mid
-            while i < mid && j < n {
-                if MergeEntry.less(b[j], b[i]) { merged.append(b[j]); j += 1 } else { merged.append(b[i]); i += 1 }
-            }
-            merged.append(contentsOf: b[i..<mid])
-            merged.append(contentsOf: b[j..<n])
-        }
-        entries = merged
+    /// A sort key: the id's first 8 bytes and the entry they come from.
+    struct SortKey {
+        var prefix: UInt64
+        var entry: UnsafePointer<MergeEntry>
     }
 
-    struct SendableBuffer: @unchecked Sendable { var buf: UnsafeMutableBufferPointer<MergeEntry> }
+    /// Sorts by id (byte order), then input order: a stable LSD radix sort on
+    /// the 8-byte prefix (16 bits a pass, skipping passes where every key has
+    /// the same digit), then a comparison sort inside each run of equal prefixes.
+    static func sortKeys(_ keys: UnsafeMutableBufferPointer<SortKey>) {
+        let n = keys.count
+        guard n > 1 else { return }
+        let tmp = UnsafeMutableBufferPointer<SortKey>.allocate(capacity: n)
+        defer { tmp.deallocate() }
+        var src = keys, dst = tmp
+        let counts = UnsafeMutableBufferPointer<Int>.allocate(capacity: 65_536)
+        defer { counts.deallocate() }
+        for shift in stride(from: UInt64(0), to: 64, by: 16) {
+            counts.initialize(repeating: 0)
+            for i in 0..<n { counts[Int(truncatingIfNeeded: (src[i].prefix >> shift) & 0xFFFF)] += 1 }
+            if counts[Int(truncatingIfNeeded: (src[0].prefix >> shift) & 0xFFFF)] == n { continue }
+            var sum = 0
+            for d in 0..<65_536 { let c = counts[d]; counts[d] = sum; sum += c }
+            for i in 0..<n {
+                let d = Int(truncatingIfNeeded: (src[i].prefix >> shift) & 0xFFFF)
+                dst[counts[d]] = src[i]
+                counts[d] += 1
+            }
+            swap(&src, &dst)
+        }
+        if src.baseAddress != keys.baseAddress {
+            _ = keys.update(fromContentsOf: src)
+        }
+        // Runs of equal prefixes: the full ids (and then input order) decide.
+        var i = 0
+        while i < n {
+            var j = i + 1
+            while j < n && keys[j].prefix == keys[i].prefix { j += 1 }
+            if j - i > 1 {
+                var run = UnsafeMutableBufferPointer(rebasing: keys[i..<j])
+                if j - i <= 16 {
+                    for a in 1..<run.count {
+                        let x = run[a]
+                        var b = a
+                        while b > 0 && MergeEntry.less(x.entry.pointee, run[b - 1].entry.pointee) { run[b] = run[b - 1]; b -= 1 }
+                        run[b] = x
+                    }
+                } else {
+                    run.sort { MergeEntry.less($0.entry.pointee, $1.entry.pointee) }
+                }
+            }
+            i = j
+        }
+    }
+}
+
+/// A growable buffer of entries that is freed with its owner.
+struct EntryBuffer {
+    private(set) var base = UnsafeMutablePointer<MergeEntry>.allocate(capacity: 16)
+    private(set) var count = 0
+    private var capacity = 16
+
+    mutating func reserve(_ n: Int) {
+        guard n > capacity else { return }
+        let grown = UnsafeMutablePointer<MergeEntry>.allocate(capacity: n)
+        grown.moveInitialize(from: base, count: count)
+        base.deallocate()
+        base = grown
+        capacity = n
+    }
+
+    mutating func append(_ e: MergeEntry) {
+        if count == capacity { reserve(capacity * 2) }
+        (base + count).initialize(to: e)
+        count += 1
+    }
+
+    func free() { base.deallocate() }
 }
 
 /// One version in the pure merge: where its id, device and line bytes are,

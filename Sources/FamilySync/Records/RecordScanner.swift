@@ -100,7 +100,8 @@ public enum RecordScanner {
             } else {
                 while true {
                     s.skipSpace()
-                    guard s.pos < s.end, s.p[s.pos] == UInt8(ascii: "\"") else { throw s.fail("expected a string key") }
+                    guard s.pos < s.end else { throw s.fail("unexpected end of line") }
+                    guard s.p[s.pos] == UInt8(ascii: "\"") else { throw s.fail("expected a string key") }
                     let key = try s.string()
                     s.skipSpace()
                     guard s.pos < s.end, s.p[s.pos] == UInt8(ascii: ":") else { throw s.fail("expected ':'") }
@@ -425,7 +426,8 @@ struct Scanner {
             if pos < end, p[pos] == UInt8(ascii: "}") { pos += 1; return }
             while true {
                 skipSpace()
-                guard pos < end, p[pos] == UInt8(ascii: "\"") else { throw fail("expected a string key") }
+                guard pos < end else { throw fail("unexpected end of line") }
+                guard p[pos] == UInt8(ascii: "\"") else { throw fail("expected a string key") }
                 _ = try string()
                 skipSpace()
                 guard pos < end, p[pos] == UInt8(ascii: ":") else { throw fail("expected ':'") }

@@ -1,4 +1,5 @@
 import CSQLite
+import Foundation
 
 /// Records in the store: applying incoming versions by the LWW rule, local
 /// edits, and export from a change cursor. merge-records and peer-sync both
@@ -42,6 +43,11 @@ extension Store {
     /// Page cache for bulk applies, in KiB: enough to keep the id index of a
     /// few million records in memory, so random ids do not thrash the disk.
     public static let bulkCacheKiB = 131_072
+    /// Lines are read, validated and sorted by id in batches this large
+    /// (bytes, lines) before they are applied: sorted keys touch each index
+    /// page once per batch instead of once per record.
+    public static let applyBatchBytes = 32 << 20
+    public static let applyBatchLines = 200_000
 
     /// Applies remote versions by the LWW rule (clamp included) inside one
     /// transaction: all or nothing. `explain` hears, per version, which rule
@@ -97,31 +103,60 @@ extension Store {
             let applier = try RecordApplier(store: self, now: now, stamping: stamping)
             var workspace = RecordScanner.ScanWorkspace()
             let mode: RecordScanMode = stamping ? .localEdit : .exchanged
-            while let line = try reader.next() {
-                switch line {
-                case .tooLong:
-                    throw ToolError(.dataError, "\(reader.name):\(reader.lineNumber): line longer than \(Record.maxLineBytes) bytes")
-                case let .text(buf):
-                    guard let raw = buf.baseAddress, !RecordMerge.isBlank(raw.assumingMemoryBound(to: UInt8.self), 0, buf.count) else { continue }
-                    let base = raw.assumingMemoryBound(to: UInt8.self)
-                    let scan: RecordScan
-                    do throws(RecordError) {
-                        scan = try RecordScanner.scan(base, start: 0, end: buf.count, mode: mode, workspace: &workspace)
-                    } catch {
-                        throw ToolError(.dataError, "\(reader.name):\(reader.lineNumber): \(error)")
-                    }
-                    let n = reader.lineNumber
-                    if let explain {
-                        try applier.apply(base, scan) { e in
-                            var e = e
-                            e.lineNumber = n
-                            try explain(e)
+            var batch = [UInt8]()
+            batch.reserveCapacity(Store.applyBatchBytes + Record.maxLineBytes)
+            var items: [(scan: RecordScan, line: Int)] = []
+            var order: [Int] = []
+            var done = false
+            while !done {
+                // Read and validate a batch of lines.
+                batch.removeAll(keepingCapacity: true)
+                items.removeAll(keepingCapacity: true)
+                while batch.count < Store.applyBatchBytes && items.count < Store.applyBatchLines {
+                    guard let line = try reader.next() else { done = true; break }
+                    switch line {
+                    case .tooLong:
+                        throw ToolError(.dataError, "\(reader.name):\(reader.lineNumber): line longer than \(Record.maxLineBytes) bytes")
+                    case let .text(buf):
+                        guard let raw = buf.baseAddress, !RecordMerge.isBlank(raw.assumingMemoryBound(to: UInt8.self), 0, buf.count) else { continue }
+                        let from = batch.count
+                        batch.append(contentsOf: buf)
+                        let scan: RecordScan = try batch.withUnsafeBufferPointer { b throws(ToolError) in
+                            do throws(RecordError) {
+                                return try RecordScanner.scan(b.baseAddress!, start: from, end: b.count, mode: mode, workspace: &workspace)
+                            } catch {
+                                throw ToolError(.dataError, "\(reader.name):\(reader.lineNumber): \(error)")
+                            }
                         }
-                    } else {
-                        try applier.apply(base, scan, explain: nil)
+                        items.append((scan, reader.lineNumber))
                     }
-                    if let progress, applier.summary.received % 65_536 == 0 { progress(applier.summary.received) }
                 }
+                // Apply it in id order: neighbouring ids share index pages. The
+                // sort is stable, so duplicates keep their input order.
+                try batch.withUnsafeBufferPointer { b in
+                    let base = b.baseAddress ?? UnsafePointer(bitPattern: 1)!
+                    order.removeAll(keepingCapacity: true)
+                    order.append(contentsOf: items.indices)
+                    order.sort { x, y in
+                        let a = items[x].scan.id, c = items[y].scan.id
+                        let m = memcmp(base + a.start, base + c.start, min(a.count, c.count))
+                        if m != 0 { return m < 0 }
+                        return a.count != c.count ? a.count < c.count : x < y
+                    }
+                    for k in order {
+                        let n = items[k].line
+                        if let explain {
+                            try applier.apply(base, items[k].scan) { e in
+                                var e = e
+                                e.lineNumber = n
+                                try explain(e)
+                            }
+                        } else {
+                            try applier.apply(base, items[k].scan, explain: nil)
+                        }
+                    }
+                }
+                progress?(applier.summary.received)
             }
             try applier.finish()
             return applier.summary
@@ -172,9 +207,9 @@ extension Store {
         let s = try db.prepare("SELECT id, line FROM records ORDER BY id")
         defer { s.reset() }
         while try s.step() {
-            try s.withBytes(0) { h.update($0) }
+            s.withBytes(0) { h.update($0) }
             h.update([0])
-            try s.withBytes(1) { h.update($0) }
+            s.withBytes(1) { h.update($0) }
             h.update([0x0A])
         }
         return Hex.encode(h.finalize())
@@ -211,6 +246,7 @@ final class RecordApplier {
         select = try db.prepare("SELECT rid, modified_at, device_id, deleted, photo_count FROM records WHERE id = ?")
         insert = try db.prepare("""
             INSERT INTO records (id, type, modified_at, device_id, deleted, line, seq, photo_count) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+            ON CONFLICT(id) DO NOTHING
             """)
         update = try db.prepare("""
             UPDATE records SET type = ?2, modified_at = ?3, device_id = ?4, deleted = ?5, line = ?6, seq = ?7, photo_count = ?8
@@ -236,49 +272,75 @@ final class RecordApplier {
         if rc != SQLITE_OK { try db.check(rc, "binding a record field") }
     }
 
-    /// Applies one scanned version at `base`.
+    /// Applies one scanned version at `base`. A new id is inserted straight
+    /// away (one index probe); only an id already held is looked up and judged.
     func apply(_ base: UnsafePointer<UInt8>, _ r: RecordScan, explain: ((ApplyExplanation) throws -> Void)?) throws {
         summary.received += 1
-        // The id, decoded when it has escapes.
         let idDecoded: [UInt8]? = r.id.escaped ? RecordScanner.decode(base, r.id) : nil
+        let typeDecoded: [UInt8]? = r.type.escaped ? RecordScanner.decode(base, r.type) : nil
+        let deviceDecoded: [UInt8]? = me ?? (r.deviceID.escaped ? RecordScanner.decode(base, r.deviceID) : nil)
+        let deleted = r.deleted == 1
+        let photoCount = deleted ? 0 : r.photoCount
+        // The incoming version: stamped (local edit) or clamped (remote).
+        var time = r.time
+        var clamped = false
+        if me != nil {
+            time = now.milliseconds
+        } else if time > clampLimit {
+            time = clampLimit
+            clamped = true
+            summary.clamped += 1
+        }
         try withSpan(base, r.id, idDecoded) { idp, idn in
-            try bindText(select, 1, idp, idn)
-            defer { sqlite3_reset(select.stmt) }
-            let rc = sqlite3_step(select.stmt)
-            let found: Bool
-            if rc == SQLITE_ROW { found = true } else if rc == SQLITE_DONE { found = false } else {
-                try db.check(rc, "looking up a record"); found = false
-            }
-            var rid: Int64 = 0, heldTime: Int64 = 0, heldDeleted = false, heldPhotos: Int64 = 0
-            if found {
+            // 1. A new id: insert, done.
+            prepareLine(base, r, time: time)
+            var rid: Int64 = 0
+            let inserted: Bool = try writeRow(base, r, stmt: insert, rid: nil, idp: idp, idn: idn, time: time,
+                                              typeDecoded: typeDecoded, deviceDecoded: deviceDecoded, photoCount: photoCount)
+            var decision = LWW.Decision(takeRemote: true, rule: .new)
+            var found = false, heldDeleted = false
+            if inserted {
+                rid = sqlite3_last_insert_rowid(db.handle)
+                seq += 1
+            } else {
+                // 2. Held already: look it up and let the rule decide.
+                found = true
+                try bindText(select, 1, idp, idn)
+                defer { sqlite3_reset(select.stmt) }
+                let rc = sqlite3_step(select.stmt)
+                guard rc == SQLITE_ROW else {
+                    try db.check(rc, "looking up a record")
+                    throw ToolError(.software, "a record vanished while it was applied")
+                }
                 rid = sqlite3_column_int64(select.stmt, 0)
-                heldTime = sqlite3_column_int64(select.stmt, 1)
+                let heldTime = sqlite3_column_int64(select.stmt, 1)
                 heldDeleted = sqlite3_column_int64(select.stmt, 3) != 0
-                heldPhotos = sqlite3_column_int64(select.stmt, 4)
+                let heldPhotos = sqlite3_column_int64(select.stmt, 4)
+                if me != nil && heldTime >= time {
+                    time = heldTime + 1  // an edit supersedes the version it edits
+                    prepareLine(base, r, time: time)
+                }
+                decision = try withSpan(base, r.deviceID, deviceDecoded) { dp, dn in
+                    let hp = sqlite3_column_text(select.stmt, 2)
+                    let hn = Int(sqlite3_column_bytes(select.stmt, 2))
+                    return LWW.decide(localTime: Timestamp(milliseconds: heldTime), localDeleted: heldDeleted,
+                                      localDevice: UnsafeBufferPointer(start: hp, count: hp == nil ? 0 : hn),
+                                      remoteTime: Timestamp(milliseconds: time), remoteDeleted: deleted,
+                                      remoteDevice: UnsafeBufferPointer(start: dp, count: dn))
+                }
+                sqlite3_reset(select.stmt)
+                if decision.takeRemote {
+                    _ = try writeRow(base, r, stmt: update, rid: rid, idp: idp, idn: idn, time: time,
+                                     typeDecoded: typeDecoded, deviceDecoded: deviceDecoded, photoCount: photoCount)
+                    seq += 1
+                    if heldPhotos > 0 {
+                        sqlite3_bind_int64(deletePhotos.stmt, 1, rid)
+                        let rc = sqlite3_step(deletePhotos.stmt)
+                        sqlite3_reset(deletePhotos.stmt)
+                        if rc != SQLITE_DONE { try db.check(rc, "updating photo references") }
+                    }
+                }
             }
-            // The incoming version: stamped (local edit) or clamped (remote).
-            var time = r.time
-            var clamped = false
-            let deleted = r.deleted == 1
-            if me != nil {
-                time = now.milliseconds
-                if found && heldTime >= time { time = heldTime + 1 }
-            } else if time > clampLimit {
-                time = clampLimit
-                clamped = true
-                summary.clamped += 1
-            }
-            let deviceDecoded: [UInt8]? = me ?? (r.deviceID.escaped ? RecordScanner.decode(base, r.deviceID) : nil)
-            let decision: LWW.Decision = try withSpan(base, r.deviceID, deviceDecoded) { dp, dn in
-                guard found else { return LWW.Decision(takeRemote: true, rule: .new) }
-                let hp = sqlite3_column_text(select.stmt, 2)
-                let hn = Int(sqlite3_column_bytes(select.stmt, 2))
-                return LWW.decide(localTime: Timestamp(milliseconds: heldTime), localDeleted: heldDeleted,
-                                  localDevice: UnsafeBufferPointer(start: hp, count: hp == nil ? 0 : hn),
-                                  remoteTime: Timestamp(milliseconds: time), remoteDeleted: deleted,
-                                  remoteDevice: UnsafeBufferPointer(start: dp, count: dn))
-            }
-            sqlite3_reset(select.stmt)
             if let explain {
                 try explain(ApplyExplanation(id: UnsafeRawBufferPointer(start: idp, count: idn), rule: decision.rule,
                                              tookIncoming: decision.takeRemote, clamped: clamped, lineNumber: 0))
@@ -286,46 +348,6 @@ final class RecordApplier {
             guard decision.takeRemote else {
                 if decision.rule == .sameVersion { summary.unchanged += 1 } else { summary.keptLocal += 1 }
                 return
-            }
-            // The line kept: verbatim unless a value had to change.
-            scratch.removeAll(keepingCapacity: true)
-            var lineP = base + r.start
-            var lineN = r.end - r.start
-            if let me {
-                me.withUnsafeBytes { d in
-                    RecordLine.rewrite(base, r, time: time, device: d, ensureDeleted: true, into: &scratch)
-                }
-            } else if clamped || !r.isTimeCanonical(base) {
-                RecordLine.rewrite(base, r, time: time, device: nil, ensureDeleted: false, into: &scratch)
-            }
-            let typeDecoded: [UInt8]? = r.type.escaped ? RecordScanner.decode(base, r.type) : nil
-            let photoCount = deleted ? 0 : r.photoCount
-            seq += 1
-            try scratch.withUnsafeBufferPointer { sb in
-                if !scratch.isEmpty { lineP = sb.baseAddress!; lineN = sb.count }
-                try withSpan(base, r.type, typeDecoded) { tp, tn in
-                    try withSpan(base, r.deviceID, deviceDecoded) { dp, dn in
-                        let s = found ? update : insert
-                        if found { sqlite3_bind_int64(s.stmt, 1, rid) } else { try bindText(s, 1, idp, idn) }
-                        try bindText(s, 2, tp, tn)
-                        sqlite3_bind_int64(s.stmt, 3, time)
-                        try bindText(s, 4, dp, dn)
-                        sqlite3_bind_int64(s.stmt, 5, deleted ? 1 : 0)
-                        try bindText(s, 6, lineP, lineN)
-                        sqlite3_bind_int64(s.stmt, 7, seq)
-                        sqlite3_bind_int64(s.stmt, 8, Int64(photoCount))
-                        let rc = sqlite3_step(s.stmt)
-                        sqlite3_reset(s.stmt)
-                        if rc != SQLITE_DONE { try db.check(rc, "writing a record") }
-                    }
-                }
-            }
-            if !found { rid = sqlite3_last_insert_rowid(db.handle) }
-            if found && heldPhotos > 0 {
-                sqlite3_bind_int64(deletePhotos.stmt, 1, rid)
-                let rc = sqlite3_step(deletePhotos.stmt)
-                sqlite3_reset(deletePhotos.stmt)
-                if rc != SQLITE_DONE { try db.check(rc, "updating photo references") }
             }
             if photoCount > 0 {
                 try RecordScanner.forEachPhoto(base, r) { h in
@@ -340,6 +362,46 @@ final class RecordApplier {
             if found {
                 if heldDeleted && !deleted { summary.resurrected += 1 }
                 if !heldDeleted && deleted { summary.deleted += 1 }
+            }
+        }
+    }
+
+    /// The line to keep for `r` at `time`, in `scratch`: empty when the
+    /// source bytes are kept verbatim.
+    private func prepareLine(_ base: UnsafePointer<UInt8>, _ r: RecordScan, time: Int64) {
+        scratch.removeAll(keepingCapacity: true)
+        if let me {
+            me.withUnsafeBytes { d in
+                RecordLine.rewrite(base, r, time: time, device: d, ensureDeleted: true, into: &scratch)
+            }
+        } else if time != r.time || !r.isTimeCanonical(base) {
+            RecordLine.rewrite(base, r, time: time, device: nil, ensureDeleted: false, into: &scratch)
+        }
+    }
+
+    /// Runs the insert (rid nil; returns false when the id is already held) or
+    /// the update of row `rid`, with the line prepared in `scratch`.
+    private func writeRow(_ base: UnsafePointer<UInt8>, _ r: RecordScan, stmt s: Statement, rid: Int64?,
+                          idp: UnsafePointer<UInt8>, idn: Int, time: Int64,
+                          typeDecoded: [UInt8]?, deviceDecoded: [UInt8]?, photoCount: Int) throws -> Bool {
+        try scratch.withUnsafeBufferPointer { sb in
+            let lineP = scratch.isEmpty ? base + r.start : sb.baseAddress!
+            let lineN = scratch.isEmpty ? r.end - r.start : sb.count
+            return try withSpan(base, r.type, typeDecoded) { tp, tn in
+                try withSpan(base, r.deviceID, deviceDecoded) { dp, dn in
+                    if let rid { sqlite3_bind_int64(s.stmt, 1, rid) } else { try bindText(s, 1, idp, idn) }
+                    try bindText(s, 2, tp, tn)
+                    sqlite3_bind_int64(s.stmt, 3, time)
+                    try bindText(s, 4, dp, dn)
+                    sqlite3_bind_int64(s.stmt, 5, r.deleted == 1 ? 1 : 0)
+                    try bindText(s, 6, lineP, lineN)
+                    sqlite3_bind_int64(s.stmt, 7, seq + 1)
+                    sqlite3_bind_int64(s.stmt, 8, Int64(photoCount))
+                    let rc = sqlite3_step(s.stmt)
+                    sqlite3_reset(s.stmt)
+                    if rc != SQLITE_DONE { try db.check(rc, "writing a record") }
+                    return sqlite3_changes(db.handle) > 0
+                }
             }
         }
     }
