@@ -117,6 +117,7 @@ extension Store {
             report.purged = Int(try db.scalarInt(
                 "SELECT count(*) FROM records WHERE deleted = 1 AND modified_at < ? AND seq <= ?", [.int(cutoff), .int(ack)]) ?? 0)
         } else {
+            try db.execute("PRAGMA cache_size = -\(Store.bulkCacheKiB)")
             var batch = Store.gcBatchStart
             let purge = try db.prepare("""
                 DELETE FROM records WHERE rid IN (

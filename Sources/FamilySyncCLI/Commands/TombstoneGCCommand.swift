@@ -6,6 +6,8 @@ public enum TombstoneGCCommand {
         help: "Purge only tombstones whose delete time is earlier than now - AGE (like 30d, 12w).", default: Store.tombstoneHorizon.description)
     static let photoGrace = OptionSpec("photo-grace", valueName: "AGE",
         help: "Remove an unreferenced photo only when it was added earlier than now - AGE.", default: Store.photoGracePeriod.description)
+    static let db = OptionSpec("db", valueName: "PATH", help: "The store; it must exist.",
+        default: CommonOptions.db.defaultValue, completion: .file)
     static let dryRun = OptionSpec.flag("dry-run", short: "n", help: "Count what would be removed; change nothing.")
     static let verbose = OptionSpec.flag("verbose", short: "v", help: "Say what each step removed, and the longest write transaction, on standard error.")
 
@@ -21,7 +23,7 @@ public enum TombstoneGCCommand {
 
         2. Pairing offers whose expiry time is at or before now, used or not: none of them can be redeemed any more.
 
-        3. Photo files that no live record names and that were added to the store earlier than now - AGE (--photo-grace, default 7d). A photo of a deleted record becomes unreferenced with the delete.
+        3. Photo files that no live record names and that were added to the store earlier than now - AGE (--photo-grace, default 7 days). A photo of a deleted record becomes unreferenced with the delete.
 
         Live records, tombstones that are young or unacknowledged, the family, its devices, secrets and entitlement proofs are never touched.
 
@@ -31,7 +33,7 @@ public enum TombstoneGCCommand {
 
         A device that has been away longer than the horizon must pull before it pushes (peer-sync asks the store), so it cannot resurrect what was purged elsewhere.
         """,
-        options: [CommonOptions.db, olderThan, photoGrace, dryRun, verbose, CommonOptions.now, CommonOptions.quiet],
+        options: [db, olderThan, photoGrace, dryRun, verbose, CommonOptions.now, CommonOptions.quiet],
         examples: [
             Example("See what would go, without changing anything:", "tombstone-gc --db kid.db --dry-run"),
             Example("A crontab line: every night at 03:17, keep the summaries in a log:",
