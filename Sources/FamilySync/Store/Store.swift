@@ -55,20 +55,22 @@ public final class Store {
         guard n == 100, Array(header[0..<16]) == magic else {
             throw ToolError(.dataError, "\(path) is not a family-sync store (not an SQLite database)")
         }
-        func be32(_ at: Int) -> Int32 { Int32(bitPattern: UInt32(header[at]) << 24 | UInt32(header[at + 1]) << 16 | UInt32(header[at + 2]) << 8 | UInt32(header[at + 3])) }
-        var userVersion = be32(60), appID = be32(68)
-        if appID == 0 && userVersion == 0 {
-            // No schema of ours in the main file. A new store killed before its first
-            // checkpoint holds its schema only in the WAL, so ask SQLite, which reads it.
+        // The header's own copies of user_version and application_id lag behind in WAL mode,
+        // so ask SQLite, on a read-only connection that cannot change the file.
+        let userVersion: Int32, appID: Int32, tables: Int64
+        do {
             let db = try Database(path: path, flags: SQLITE_OPEN_READONLY)
-            appID = Int32(truncatingIfNeeded: try db.scalarInt("PRAGMA application_id") ?? 0)
             userVersion = Int32(truncatingIfNeeded: try db.scalarInt("PRAGMA user_version") ?? 0)
-            if appID == 0 && userVersion == 0 {
-                // Only an empty SQLite file may become a store.
-                let tables = try db.scalarInt("SELECT count(*) FROM sqlite_schema") ?? 0
-                guard tables == 0 else { throw ToolError(.dataError, "\(path) is not a family-sync store (an SQLite database of something else)") }
-                return true
-            }
+            appID = Int32(truncatingIfNeeded: try db.scalarInt("PRAGMA application_id") ?? 0)
+            tables = try db.scalarInt("SELECT count(*) FROM sqlite_schema") ?? 0
+        } catch let e as SQLiteError {
+            if e.isNotADatabase { throw ToolError(.dataError, "\(path) is not a family-sync store (a damaged SQLite database: \(e.message))") }
+            throw ToolError(.ioError, "cannot read store \(path): \(e.message)")
+        }
+        if appID == 0 && userVersion == 0 {
+            // An SQLite file with no schema of ours yet: only an empty one may become a store.
+            guard tables == 0 else { throw ToolError(.dataError, "\(path) is not a family-sync store (an SQLite database of something else)") }
+            return true
         }
         guard appID == Schema.applicationID else {
             throw ToolError(.dataError, "\(path) is not a family-sync store (an SQLite database of something else)")

@@ -1,0 +1,127 @@
+import Foundation
+import Testing
+import CSQLite
+@testable import FamilySync
+
+/// Store creation, permissions, and refusal of files that are not ours.
+@Suite struct StoreOpeningTests {
+    final class Dir {
+        let path: String
+        init() {
+            var t = Array((NSTemporaryDirectory() + "/fs-store.XXXXXX").utf8CString)
+            path = t.withUnsafeMutableBufferPointer { String(cString: mkdtemp($0.baseAddress!)) }
+        }
+        deinit { try? FileManager.default.removeItem(atPath: path) }
+    }
+
+    func mode(_ p: String) -> mode_t {
+        var st = stat()
+        stat(p, &st)
+        return st.st_mode & 0o777
+    }
+
+    @Test func createsStoreWithIdentityAndPrivateMode() throws {
+        let d = Dir()
+        let p = d.path + "/nested/dir/store.db"
+        let s = try Store(path: p)
+        let id = try s.deviceID
+        #expect(id.count == 36)
+        try s.write { try s.setMeta("probe", "1") }
+        #expect(mode(p) == 0o600)
+        #expect(mode(d.path + "/nested/dir") == 0o700)
+        for side in ["-wal", "-shm"] where FileManager.default.fileExists(atPath: p + side) {
+            #expect(mode(p + side) == 0o600)
+        }
+        #expect(try s.integrityCheck() == "ok")
+        // Reopening keeps the identity.
+        let again = try Store(path: p)
+        #expect(try again.deviceID == id)
+        #expect(try again.db.scalarText("PRAGMA journal_mode") == "wal")
+    }
+
+    @Test func umaskDoesNotWidenMode() throws {
+        let d = Dir()
+        let old = umask(0)
+        defer { umask(old) }
+        let p = d.path + "/s.db"
+        _ = try Store(path: p)
+        #expect(mode(p) == 0o600)
+    }
+
+    func expectRefused(_ p: String, containing text: String) throws {
+        let before = try Data(contentsOf: URL(fileURLWithPath: p))
+        do {
+            _ = try Store(path: p)
+            Issue.record("store at \(p) was not refused")
+        } catch let e as ToolError {
+            #expect(e.status == .dataError)
+            #expect(e.message.contains(text), "\(e.message)")
+        }
+        let after = try Data(contentsOf: URL(fileURLWithPath: p))
+        #expect(before == after)
+        #expect(!FileManager.default.fileExists(atPath: p + "-wal"))
+    }
+
+    @Test func refusesNonStoreFileUntouched() throws {
+        let d = Dir()
+        let p = d.path + "/notes.txt"
+        try Data("these are my notes, not a database\n".utf8).write(to: URL(fileURLWithPath: p))
+        try expectRefused(p, containing: "is not a family-sync store (not an SQLite database)")
+        let short = d.path + "/short"
+        try Data("SQLite".utf8).write(to: URL(fileURLWithPath: short))
+        try expectRefused(short, containing: "not an SQLite database")
+    }
+
+    @Test func refusesSomeoneElsesDatabaseUntouched() throws {
+        let d = Dir()
+        let p = d.path + "/other.db"
+        var h: OpaquePointer?
+        sqlite3_open(p, &h)
+        sqlite3_exec(h, "CREATE TABLE t(x); INSERT INTO t VALUES (1);", nil, nil, nil)
+        sqlite3_close(h)
+        try expectRefused(p, containing: "an SQLite database of something else")
+    }
+
+    @Test func refusesNewerStoreUntouched() throws {
+        let d = Dir()
+        let p = d.path + "/future.db"
+        do {
+            let s = try Store(path: p)
+            try s.db.execute("PRAGMA user_version = \(Schema.currentVersion + 5); PRAGMA journal_mode = DELETE;")
+        }
+        try expectRefused(p, containing: "was written by a newer family-sync (store version \(Schema.currentVersion + 5)")
+    }
+
+    @Test func refusesDirectory() throws {
+        let d = Dir()
+        #expect(throws: ToolError.self) { try Store(path: d.path) }
+    }
+
+    @Test func emptyFileBecomesStore() throws {
+        let d = Dir()
+        let p = d.path + "/empty.db"
+        FileManager.default.createFile(atPath: p, contents: Data(), attributes: [.posixPermissions: 0o600])
+        let s = try Store(path: p)
+        #expect(try s.deviceID.count == 36)
+    }
+
+    @Test func defaultPathPrecedence() {
+        #expect(Store.defaultPath(environment: ["FAMILY_SYNC_DB": "/x/y.db", "HOME": "/h"]) == "/x/y.db")
+        #expect(Store.defaultPath(environment: ["XDG_DATA_HOME": "/data", "HOME": "/h"]) == "/data/family-sync/store.db")
+        #expect(Store.defaultPath(environment: ["XDG_DATA_HOME": "relative", "HOME": "/h"]) == "/h/.local/share/family-sync/store.db")
+        #expect(Store.defaultPath(environment: ["HOME": "/h"]) == "/h/.local/share/family-sync/store.db")
+    }
+
+    @Test func writesAreAllOrNothing() throws {
+        let d = Dir()
+        let s = try Store(path: d.path + "/t.db")
+        struct Boom: Error {}
+        #expect(throws: Boom.self) {
+            try s.write {
+                try s.setMeta("half", "written")
+                throw Boom()
+            }
+        }
+        #expect(try s.meta("half") == nil)
+    }
+}
