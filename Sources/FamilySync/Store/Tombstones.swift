@@ -51,10 +51,14 @@ extension Store {
     public static let photoGracePeriod = TimeSpan.days(7)
     /// Each purge transaction aims to hold the write lock no longer than
     /// this, so a concurrent writer (peer-sync) never waits long.
-    public static let gcTransactionTarget = 0.040
-    /// The first and the bounds of the adaptive purge batch size (rows).
-    public static let gcBatchStart = 2_000
-    public static let gcBatchRange = 100...200_000
+    public static let gcTransactionTarget = 0.030
+    /// The first and the bounds of the adaptive purge window (table rows
+    /// examined per transaction).
+    public static let gcBatchStart = 4_000
+    public static let gcBatchRange = 200...2_000_000
+    /// The pause between purge transactions: long enough for a writer polling
+    /// the lock every millisecond to take it.
+    public static let gcPauseMicroseconds: UInt32 = 3_000
     /// Photos deleted per transaction: their bytes are large, so batches stay small.
     public static let gcPhotoBatch = 32
 
@@ -118,26 +122,31 @@ extension Store {
                 "SELECT count(*) FROM records WHERE deleted = 1 AND modified_at < ? AND seq <= ?", [.int(cutoff), .int(ack)]) ?? 0)
         } else {
             try db.execute("PRAGMA cache_size = -\(Store.bulkCacheKiB)")
-            var batch = Store.gcBatchStart
+            // Walk the table in rowid windows: table and change-index pages are then
+            // visited in order, once, instead of at random per tombstone.
+            var span = Int64(Store.gcBatchStart)
+            var lo: Int64 = 0
+            let maxRid = try db.scalarInt("SELECT max(rid) FROM records") ?? 0
             let purge = try db.prepare("""
-                DELETE FROM records WHERE rid IN (
-                  SELECT rid FROM records WHERE deleted = 1 AND modified_at < ?1 AND seq <= ?2 ORDER BY modified_at LIMIT ?3)
+                DELETE FROM records WHERE rid > ?1 AND rid <= ?2 AND +deleted = 1 AND +modified_at < ?3 AND +seq <= ?4
                 """)
-            while true {
+            while lo < maxRid {
+                let hi = min(lo + span, maxRid)
                 let (n, seconds): (Int, Double) = try timedWrite {
                     // Re-read inside the lock: a device may have joined or acknowledged meanwhile.
                     let ack = try acknowledgedSeq() ?? none
-                    try purge.bind([.int(cutoff), .int(ack), .int(Int64(batch))])
+                    try purge.bind([.int(lo), .int(hi), .int(cutoff), .int(ack)])
                     defer { purge.reset() }
                     while try purge.step() {}
                     return db.changes
                 }
                 report.purged += n
-                log?("purged \(n) tombstones in \(String(format: "%.1f", seconds * 1000)) ms (batch \(batch))")
-                if n < batch { break }
-                // Aim each transaction at the target lock time.
-                if seconds < Store.gcTransactionTarget / 2 { batch = min(batch * 2, Store.gcBatchRange.upperBound) }
-                else if seconds > Store.gcTransactionTarget { batch = max(batch / 2, Store.gcBatchRange.lowerBound) }
+                log?("purged \(n) tombstones among rows \(lo + 1)-\(hi) in \(String(format: "%.1f", seconds * 1000)) ms")
+                lo = hi
+                // Aim the next transaction at the target lock time, then let waiting writers in.
+                let scale = max(0.25, min(2.0, Store.gcTransactionTarget / max(seconds, 1e-4)))
+                span = max(Int64(Store.gcBatchRange.lowerBound), min(Int64(Store.gcBatchRange.upperBound), Int64(Double(span) * scale)))
+                if lo < maxRid { usleep(Store.gcPauseMicroseconds) }
             }
         }
 
