@@ -10,7 +10,7 @@ py=${BENCH_PYTHON:-python3}
 [ -x "$py" ] || py=python3
 N=${BENCH_GC_RECORDS:-3000000}
 work=$(mktemp -d "${TMPDIR:-/tmp}/bench-gc.XXXXXX")
-trap 'rm -rf "$work"' EXIT
+[ -n "${BENCH_KEEP:-}" ] || trap 'rm -rf "$work"' EXIT
 now=2026-12-01T00:00:00Z
 nowsecs=$(date -u -d "$now" +%s)
 

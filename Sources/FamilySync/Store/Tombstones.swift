@@ -51,10 +51,13 @@ extension Store {
     public static let photoGracePeriod = TimeSpan.days(7)
     /// Each purge transaction aims to hold the write lock no longer than
     /// this, so a concurrent writer (peer-sync) never waits long.
-    public static let gcTransactionTarget = 0.030
+    public static let gcTransactionTarget = 0.020
+    /// Purge transactions between two checkpoints: 1 keeps the WAL small, so a
+    /// writer's own automatic checkpoint finds little to copy.
+    public static let gcCheckpointEvery = 1
     /// The first and the bounds of the adaptive purge window (table rows
     /// examined per transaction).
-    public static let gcBatchStart = 4_000
+    public static let gcBatchStart = 2_000
     public static let gcBatchRange = 200...2_000_000
     /// The pause between purge transactions: long enough for a writer polling
     /// the lock every millisecond to take it.
@@ -122,6 +125,10 @@ extension Store {
                 "SELECT count(*) FROM records WHERE deleted = 1 AND modified_at < ? AND seq <= ?", [.int(cutoff), .int(ack)]) ?? 0)
         } else {
             try db.execute("PRAGMA cache_size = -\(Store.bulkCacheKiB)")
+            // Checkpoint between transactions, not inside their commits, so the
+            // copying never lengthens a lock hold (a passive checkpoint blocks no writer).
+            try db.execute("PRAGMA wal_autocheckpoint = 0")
+            defer { try? db.execute("PRAGMA wal_autocheckpoint = 1000; PRAGMA wal_checkpoint(PASSIVE)") }
             // Walk the table in rowid windows: table and change-index pages are then
             // visited in order, once, instead of at random per tombstone.
             var span = Int64(Store.gcBatchStart)
@@ -144,9 +151,12 @@ extension Store {
                 log?("purged \(n) tombstones among rows \(lo + 1)-\(hi) in \(String(format: "%.1f", seconds * 1000)) ms")
                 lo = hi
                 // Aim the next transaction at the target lock time, then let waiting writers in.
-                let scale = max(0.25, min(2.0, Store.gcTransactionTarget / max(seconds, 1e-4)))
+                let scale = max(0.25, min(1.5, Store.gcTransactionTarget / max(seconds, 1e-4)))
                 span = max(Int64(Store.gcBatchRange.lowerBound), min(Int64(Store.gcBatchRange.upperBound), Int64(Double(span) * scale)))
-                if lo < maxRid { usleep(Store.gcPauseMicroseconds) }
+                if lo < maxRid {
+                    usleep(Store.gcPauseMicroseconds)
+                    if transactions % Store.gcCheckpointEvery == 0 { try db.execute("PRAGMA wal_checkpoint(PASSIVE)") }
+                }
             }
         }
 
