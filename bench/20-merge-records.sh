@@ -11,7 +11,10 @@ here=$(cd "$(dirname "$0")" && pwd)
 py=${BENCH_PYTHON:-python3}
 [ -x "$py" ] || py=python3
 N=${BENCH_RECORDS:-500000}
-work=$(mktemp -d "${TMPDIR:-/tmp}/bench-merge.XXXXXX")
+# Work in memory when there is room, so disk write-back does not blur the figures.
+base=${TMPDIR:-/tmp}
+if [ -z "${TMPDIR:-}" ] && [ -d /dev/shm ] && [ "$(df -Pk /dev/shm | awk 'NR == 2 { print $4 }')" -gt 8000000 ]; then base=/dev/shm; fi
+work=$(mktemp -d "$base/bench-merge.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 now=2026-12-01T00:00:00Z
 
@@ -46,6 +49,7 @@ merged_lines=$(wc -l < "$work/merged.out")
 # (no 0x1F/0x1E in the data), then upserted with the rule: clamp (REMOTE only),
 # later modifiedAt, live over tombstone, greater deviceId.
 cat > "$work/merge.sql" <<SQL
+.output /dev/null
 PRAGMA journal_mode = OFF;
 PRAGMA synchronous = OFF;
 CREATE TABLE l(line TEXT);
@@ -110,6 +114,7 @@ with open(src, encoding="utf-8") as f, open(dst, "w", encoding="utf-8") as out:
                                line, str(seq), str(len(r.get("photos") or []))]) + "\x1e")
 PY
 cat > "$work/anchor.sql" <<SQL
+.output /dev/null
 PRAGMA journal_mode = WAL;
 PRAGMA synchronous = NORMAL;
 PRAGMA cache_size = -131072;

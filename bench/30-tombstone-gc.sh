@@ -9,7 +9,10 @@ here=$(cd "$(dirname "$0")" && pwd)
 py=${BENCH_PYTHON:-python3}
 [ -x "$py" ] || py=python3
 N=${BENCH_GC_RECORDS:-3000000}
-work=$(mktemp -d "${TMPDIR:-/tmp}/bench-gc.XXXXXX")
+# Work in memory when there is room, so disk write-back does not blur the figures.
+base=${TMPDIR:-/tmp}
+if [ -z "${TMPDIR:-}" ] && [ -d /dev/shm ] && [ "$(df -Pk /dev/shm | awk 'NR == 2 { print $4 }')" -gt 8000000 ]; then base=/dev/shm; fi
+work=$(mktemp -d "$base/bench-gc.XXXXXX")
 [ -n "${BENCH_KEEP:-}" ] || trap 'rm -rf "$work"' EXIT
 now=2026-12-01T00:00:00Z
 nowsecs=$(date -u -d "$now" +%s)
