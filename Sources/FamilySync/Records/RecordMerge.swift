@@ -35,9 +35,16 @@ public enum RecordMerge {
     public static func merge(local: RecordInput, remote: RecordInput, now: Timestamp,
                              explain: ((Explanation) throws -> Void)? = nil,
                              write: (UnsafeRawBufferPointer) throws -> Void) throws -> Summary {
+        try merge(local: local, remote: remote, now: now, chunkBytes: parallelChunkBytes, explain: explain, write: write)
+    }
+
+    /// The same with a chosen chunk size (tests use tiny chunks to exercise the parallel path).
+    static func merge(local: RecordInput, remote: RecordInput, now: Timestamp, chunkBytes: Int,
+                      explain: ((Explanation) throws -> Void)?,
+                      write: (UnsafeRawBufferPointer) throws -> Void) throws -> Summary {
         let limit = LWW.clamp(Timestamp.latest, now: now).milliseconds
-        let localChunks = chunks(of: local.bytes)
-        let remoteChunks = chunks(of: remote.bytes)
+        let localChunks = chunks(of: local.bytes, chunkBytes: chunkBytes)
+        let remoteChunks = chunks(of: remote.bytes, chunkBytes: chunkBytes)
         var jobs: [ChunkJob] = []
         for c in localChunks { jobs.append(ChunkJob(input: local.bytes, range: c, remote: false, clampLimit: limit)) }
         for c in remoteChunks { jobs.append(ChunkJob(input: remote.bytes, range: c, remote: true, clampLimit: limit)) }
@@ -117,11 +124,11 @@ public enum RecordMerge {
     // MARK: Chunks
 
     /// Splits an input at line boundaries into pieces for parallel scanning.
-    static func chunks(of bytes: UnsafeRawBufferPointer) -> [Range<Int>] {
+    static func chunks(of bytes: UnsafeRawBufferPointer, chunkBytes: Int) -> [Range<Int>] {
         let n = bytes.count
         guard n > 0 else { return [] }
         let cores = max(1, ProcessInfo.processInfo.activeProcessorCount)
-        let pieces = min(cores * 2, max(1, n / parallelChunkBytes))
+        let pieces = min(max(cores * 2, n / chunkBytes / 8), max(1, n / chunkBytes))
         guard pieces > 1, let base = bytes.baseAddress else { return [0..<n] }
         var out: [Range<Int>] = []
         var start = 0

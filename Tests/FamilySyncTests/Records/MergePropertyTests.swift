@@ -94,3 +94,44 @@ import Testing
         #expect(try store.currentChangeSeq == seq, "seed \(seed)")
     }
 }
+
+/// The parallel path of the pure merge (inputs cut in many chunks) agrees
+/// with the single-chunk one, and counts lines across chunk boundaries.
+@Suite struct MergeChunkTests {
+    static func merge(_ l: String, _ r: String, chunkBytes: Int) throws -> String {
+        var out: [UInt8] = []
+        _ = try RecordMerge.merge(local: RecordInput(name: "L", data: Array(l.utf8)), remote: RecordInput(name: "R", data: Array(r.utf8)),
+                                  now: RT.t("9000-01-01T00:00:00Z"), chunkBytes: chunkBytes, explain: nil) { out.append(contentsOf: $0) }
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    @Test(arguments: [64, 300, 1000, 4096])
+    func chunkedMergeAgrees(chunkBytes: Int) throws {
+        var rng = SplitMix64(seed: UInt64(chunkBytes))
+        let l = MergePropertyTests.text(MergePropertyTests.log(&rng, count: 200))
+        let r = MergePropertyTests.text(MergePropertyTests.log(&rng, count: 200))
+        #expect(try Self.merge(l, r, chunkBytes: chunkBytes) == Self.merge(l, r, chunkBytes: 1 << 30))
+        #expect(RecordMerge.chunks(of: UnsafeRawBufferPointer(start: UnsafeRawPointer(bitPattern: 1), count: 0), chunkBytes: chunkBytes).isEmpty)
+    }
+
+    @Test(arguments: [64, 500])
+    func errorLineNumbersSpanChunks(chunkBytes: Int) throws {
+        var lines = (0..<100).map { RT.line("id\($0)", "2026-11-30T10:00:00Z", "D") }
+        lines[77] = #"{"id":"x","type":"t","modifiedAt":"2026-11-30T10:00:00Z","deviceId":"D","deleted":1}"#
+        lines[90] = "also bad"
+        func message(_ body: () throws -> String) -> String? {
+            do { _ = try body(); return nil } catch let e as ToolError { return "\(e.status.rawValue) \(e.message)" } catch { return "\(error)" }
+        }
+        #expect(message { try Self.merge("", lines.joined(separator: "\n"), chunkBytes: chunkBytes) } == "65 R:78: deleted: not true or false")
+        // A bad LOCAL line is reported before any REMOTE one.
+        #expect(message { try Self.merge("\n\nnope", lines.joined(separator: "\n"), chunkBytes: chunkBytes) } == "65 L:3: not JSON: invalid literal at byte 1")
+    }
+
+    @Test func longSharedPrefixesSortByFullId() throws {
+        var rng = SplitMix64(seed: 42)
+        let ids = (0..<300).map { "receipt-2026-11-\(String(format: "%05d", $0))" }
+        let l = ids.shuffled(using: &rng).map { RT.line($0, "2026-11-30T10:00:00Z", "D") }.joined(separator: "\n")
+        let out = try Self.merge(l, "", chunkBytes: 1 << 30).split(separator: "\n").map { try Record(line: String($0)).id }
+        #expect(out == ids)
+    }
+}
