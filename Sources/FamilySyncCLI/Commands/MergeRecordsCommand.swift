@@ -29,7 +29,17 @@ public enum MergeRecordsCommand {
 
         Store mode, merge-records --db STORE [FILE], applies the records of FILE (default -) to the store in one transaction, all or nothing, and prints one JSON summary: received, applied (replaced or created the held version), keptLocal (lost to the held version), unchanged (the same version as held), clamped, resurrected (a live version replaced a tombstone) and deleted (a tombstone replaced a live version). --stamp applies local edits instead, --export writes the store out, --add-photo keeps photo files.
 
-        The rule, for one id, an incoming (REMOTE) version against the held (LOCAL) one: 1. Clamp: a REMOTE modifiedAt later than now + 5 minutes is set to now + 5 minutes, and stored so. LOCAL versions are never clamped. 2. The later modifiedAt wins. 3. A tie between a live version and a tombstone: the live version wins. 4. Any other tie: the greater deviceId in byte order wins; the same deviceId and time is the same version, and the held one is kept. 5. The winner is kept verbatim; applying never re-stamps it.
+        The rule, for one id, an incoming (REMOTE) version against the held (LOCAL) one:
+
+        1. Clamp: a REMOTE modifiedAt later than now + 5 minutes is set to now + 5 minutes, and stored so. LOCAL versions are never clamped.
+
+        2. The later modifiedAt wins.
+
+        3. A tie between a live version and a tombstone: the live version wins (an edit after a delete beats the delete).
+
+        4. Any other tie: the greater deviceId in byte order wins. The same deviceId and time is the same version, and the held one is kept (in one input, the one read first).
+
+        5. The winner is kept verbatim; applying never re-stamps it.
 
         Timestamps: any RFC 3339 offset is accepted; times are compared and written in UTC at millisecond precision, as YYYY-MM-DDTHH:MM:SS.sssZ (finer digits are truncated), so every device normalizes the same way.
 
