@@ -40,6 +40,7 @@ build: deps
 	$(SWIFT) build $(RELEASE_FLAGS)
 
 demo: build
+	$(call apt_install,packages/apt-demo.txt)
 	@bash scripts/demo.sh "$(RELEASE_BIN)"
 
 test: test-deps

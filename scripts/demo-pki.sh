@@ -3,9 +3,9 @@
 # 1.2.840.113635.100.6.2.1 → leaf with 1.2.840.113635.100.6.11.1) and signs a
 # StoreKit-2-shaped transaction with it, since Apple signs only for real
 # purchases. Writes demo-root.der and tx.jws into the current folder.
-# Usage: demo-pki.sh BUNDLE_ID PRODUCT_ID EXPIRES_MS SIGNED_MS
+# Usage: demo-pki.sh BUNDLE_ID PRODUCT_ID EXPIRES_MS
 set -euo pipefail
-bundle=$1 product=$2 expires=$3 signed=$4
+bundle=$1 product=$2 expires=$3
 pki=$(mktemp -d)
 trap 'rm -rf "$pki"' EXIT
 o() { openssl "$@" 2>/dev/null; }
@@ -20,6 +20,8 @@ o x509 -req -in "$pki/int.csr" -CA "$pki/root.pem" -CAkey "$pki/root.key" -set_s
 o req -new -key "$pki/leaf.key" -subj "/O=family-sync demo/CN=Demo Leaf" -out "$pki/leaf.csr"
 o x509 -req -in "$pki/leaf.csr" -CA "$pki/int.pem" -CAkey "$pki/int.key" -set_serial 3 -days 1000 -sha384 -extfile "$pki/leaf.ext" -out "$pki/leaf.pem"
 o x509 -in "$pki/root.pem" -outform DER -out demo-root.der
+# Signed after the certificates were made, so they are valid at signedDate.
+signed=$(date +%s%3N)
 b64() { openssl x509 -in "$1" -outform DER | base64 -w0; }
 b64url() { base64 -w0 | tr '+/' '-_' | tr -d '='; }
 header=$(printf '{"alg":"ES256","x5c":["%s","%s","%s"]}' "$(b64 "$pki/leaf.pem")" "$(b64 "$pki/int.pem")" "$(b64 "$pki/root.pem")" | b64url)
