@@ -6,7 +6,7 @@ import PackageDescription
 let package = Package(
     name: "family-sync",
     products: [
-        .library(name: "FamilySync", targets: ["FamilySync", "FamilySyncCLI"]),
+        .library(name: "FamilySync", targets: ["FamilySync", "FamilySyncImaging", "FamilySyncCLI"]),
         .executable(name: "jws-verify", targets: ["jws-verify"]),
         .executable(name: "pair-qr", targets: ["pair-qr"]),
         .executable(name: "pair-scan", targets: ["pair-scan"]),
@@ -22,25 +22,33 @@ let package = Package(
         .systemLibrary(name: "CPNG", pkgConfig: "libpng", providers: [.apt(["libpng-dev"])]),
         .systemLibrary(name: "CJPEG", pkgConfig: "libjpeg", providers: [.apt(["libjpeg-dev"])]),
 
-        // The shared core: records and the LWW rule, the store, crypto, entitlement, pairing, sync.
+        // The shared core: records and the LWW rule, the store, crypto, entitlement, pairing offers, sync.
         .target(
             name: "FamilySync",
-            dependencies: ["COpenSSL", "CSQLite", "CQREncode", "CZBar", "CPNG", "CJPEG"],
+            dependencies: ["COpenSSL", "CSQLite"],
+            swiftSettings: [.unsafeFlags(["-Ounchecked"], .when(configuration: .release))]
+        ),
+        // The core's image half: reading PNG/JPEG/PNM, drawing and decoding QR codes. Its own
+        // target so only pair-qr and pair-scan load libzbar (and with it X11, dbus, v4l),
+        // libqrencode, libpng and libjpeg; the other tools start faster without them.
+        .target(
+            name: "FamilySyncImaging",
+            dependencies: ["FamilySync", "CQREncode", "CZBar", "CPNG", "CJPEG"],
             swiftSettings: [.unsafeFlags(["-Ounchecked"], .when(configuration: .release))]
         ),
         // Command-line support shared by the six tools; the core never imports it.
         .target(name: "FamilySyncCLI", dependencies: ["FamilySync"]),
 
         .executableTarget(name: "jws-verify", dependencies: ["FamilySync", "FamilySyncCLI"]),
-        .executableTarget(name: "pair-qr", dependencies: ["FamilySync", "FamilySyncCLI"]),
-        .executableTarget(name: "pair-scan", dependencies: ["FamilySync", "FamilySyncCLI"]),
+        .executableTarget(name: "pair-qr", dependencies: ["FamilySync", "FamilySyncImaging", "FamilySyncCLI"]),
+        .executableTarget(name: "pair-scan", dependencies: ["FamilySync", "FamilySyncImaging", "FamilySyncCLI"]),
         .executableTarget(name: "merge-records", dependencies: ["FamilySync", "FamilySyncCLI"]),
         .executableTarget(name: "peer-sync", dependencies: ["FamilySync", "FamilySyncCLI"]),
         .executableTarget(name: "tombstone-gc", dependencies: ["FamilySync", "FamilySyncCLI"]),
 
-        .testTarget(name: "FamilySyncTests", dependencies: ["FamilySync", "FamilySyncCLI"],
+        .testTarget(name: "FamilySyncTests", dependencies: ["FamilySync", "FamilySyncImaging", "FamilySyncCLI"],
                     resources: [.copy("Vectors")]),
-        .testTarget(name: "EndToEndTests", dependencies: ["FamilySync", "FamilySyncCLI"]),
+        .testTarget(name: "EndToEndTests", dependencies: ["FamilySync", "FamilySyncImaging", "FamilySyncCLI"]),
     ],
     swiftLanguageModes: [.v6]
 )

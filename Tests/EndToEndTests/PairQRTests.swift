@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import FamilySync
+@testable import FamilySyncImaging
 
 /// pair-qr end to end: the offer JSON, the store, and every drawing read
 /// back by pair-scan.

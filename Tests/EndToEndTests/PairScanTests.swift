@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import FamilySync
+@testable import FamilySyncImaging
 
 /// pair-scan end to end: offers, --raw texts, several files, stdin, and bad input.
 @Suite struct PairScanTests {

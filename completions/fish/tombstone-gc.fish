@@ -1,5 +1,9 @@
 # fish completion for tombstone-gc
-complete -c tombstone-gc -l db -r -F -d 'The store. Created on first use.'
+complete -c tombstone-gc -l db -r -F -d 'The store; it must exist.'
+complete -c tombstone-gc -l older-than -x -d 'Purge only tombstones whose delete time is earlier than now - AGE (like 30d, 12w).'
+complete -c tombstone-gc -l photo-grace -x -d 'Remove an unreferenced photo only when it was added earlier than now - AGE.'
+complete -c tombstone-gc -s n -l dry-run -d 'Count what would be removed; change nothing.'
+complete -c tombstone-gc -s v -l verbose -d 'Say what each step removed, and the longest write transaction, on standard error.'
 complete -c tombstone-gc -l now -x -d 'Use TIME (RFC 3339) as the current time, for tests and replays.'
 complete -c tombstone-gc -s q -l quiet -d 'Show no progress on standard error.'
 complete -c tombstone-gc -s h -l help -d 'Show help information and exit.'

@@ -1,6 +1,8 @@
+import Foundation
+
 /// One version of a record (DESIGN.md "Records"). `line` is the JSON text the
 /// store keeps and writes out: the source line verbatim when its `modifiedAt`
-/// is already in canonical form, else the same object with only that field
+/// is already in canonical form, else the same bytes with only that value
 /// rewritten. Unknown fields ride along untouched.
 public struct Record: Sendable {
     public var id: String
@@ -15,7 +17,7 @@ public struct Record: Sendable {
 }
 
 /// A record line that is not a valid record: which field, and what is wrong.
-public struct RecordError: Error, CustomStringConvertible, Sendable {
+public struct RecordError: Error, CustomStringConvertible, Sendable, Equatable {
     public var field: String?
     public var problem: String
     public init(field: String?, _ problem: String) { self.field = field; self.problem = problem }
@@ -27,81 +29,155 @@ extension Record {
     /// receipt's JSON stays small; anything larger is hostile or a mistake.
     public static let maxLineBytes = 1 << 20
 
-    /// Parses and validates one NDJSON line.
+    /// Parses and validates one NDJSON line (a record as devices exchange it).
     public init(line: String) throws(RecordError) {
-        guard line.utf8.count <= Record.maxLineBytes else {
-            throw RecordError(field: nil, "line longer than \(Record.maxLineBytes) bytes")
+        try self.init(line: line, mode: .exchanged)
+    }
+
+    /// Parses one line; `.localEdit` lets `modifiedAt`, `deviceId` and
+    /// `deleted` be absent (the store stamps them).
+    public init(line: String, mode: RecordScanMode) throws(RecordError) {
+        var text = line
+        let result: Result<Record, RecordError> = text.withUTF8 { buf in
+            guard buf.count <= Record.maxLineBytes else {
+                return .failure(RecordError(field: nil, "line longer than \(Record.maxLineBytes) bytes"))
+            }
+            let base = buf.baseAddress ?? UnsafePointer(bitPattern: 1)!
+            do throws(RecordError) {
+                let scan = try RecordScanner.scan(base, start: 0, end: buf.count, mode: mode)
+                return .success(Record(base: base, scan: scan))
+            } catch {
+                return .failure(error)
+            }
         }
-        let value: JSONValue
-        do { value = try JSONParser.parse(line) } catch {
-            throw RecordError(field: nil, "not JSON: \(error)")
+        self = try result.get()
+    }
+
+    /// Builds a record from a validated scan of the bytes at `base`.
+    public init(base: UnsafePointer<UInt8>, scan r: RecordScan) {
+        func str(_ s: RecordScan.StringSpan) -> String {
+            guard s.isPresent else { return "" }
+            if s.escaped { return String(decoding: RecordScanner.decode(base, s), as: UTF8.self) }
+            return String(decoding: UnsafeBufferPointer(start: base + s.start, count: s.count), as: UTF8.self)
         }
-        try self.init(json: value, line: line)
+        id = str(r.id)
+        type = str(r.type)
+        deviceID = str(r.deviceID)
+        modifiedAt = Timestamp(milliseconds: r.time)
+        deleted = r.deleted == 1
+        var ph: [String] = []
+        ph.reserveCapacity(r.photoCount)
+        RecordScanner.forEachPhoto(base, r) { ph.append(String(decoding: UnsafeBufferPointer(start: $0, count: 64), as: UTF8.self)) }
+        photos = ph
+        if r.isTimeCanonical(base) || !r.modifiedAt.isPresent {
+            line = String(decoding: UnsafeBufferPointer(start: base + r.start, count: r.end - r.start), as: UTF8.self)
+        } else {
+            var out: [UInt8] = []
+            RecordLine.rewrite(base, r, time: r.time, device: nil, ensureDeleted: false, into: &out)
+            line = String(decoding: out, as: UTF8.self)
+        }
     }
 
     /// Builds a record from a parsed object; `line` is its source text, if any.
     public init(json value: JSONValue, line: String?) throws(RecordError) {
-        guard case let .object(pairs) = value else { throw RecordError(field: nil, "not a JSON object") }
-        func str(_ k: String) throws(RecordError) -> String {
-            guard let v = value[k] else { throw RecordError(field: k, "missing") }
-            guard case let .string(s) = v else { throw RecordError(field: k, "not a string") }
-            guard !s.isEmpty else { throw RecordError(field: k, "empty") }
-            return s
-        }
-        id = try str("id")
-        type = try str("type")
-        deviceID = try str("deviceId")
-        let stamp = try str("modifiedAt")
-        guard let t = Timestamp(rfc3339: stamp) else { throw RecordError(field: "modifiedAt", "not an RFC 3339 time: \"\(stamp.prefix(40))\"") }
-        modifiedAt = t
-        guard let d = value["deleted"] else { throw RecordError(field: "deleted", "missing") }
-        guard case let .bool(b) = d else { throw RecordError(field: "deleted", "not true or false") }
-        deleted = b
-        if let data = value["data"], !data.isNull, data.objectValue == nil {
-            throw RecordError(field: "data", "not an object")
-        }
-        var ph: [String] = []
-        if let p = value["photos"], !p.isNull {
-            guard case let .array(items) = p else { throw RecordError(field: "photos", "not an array") }
-            for (i, item) in items.enumerated() {
-                guard case let .string(h) = item, Record.isPhotoHash(h) else {
-                    throw RecordError(field: "photos[\(i)]", "not a lowercase SHA-256 hex string")
-                }
-                ph.append(h)
-            }
-        }
-        photos = ph
-        if let line, stamp == t.rfc3339 {
-            self.line = line
-        } else {
-            self.line = JSONValue.object(pairs).replacing("modifiedAt", with: .string(t.rfc3339)).serialized
-        }
+        try self.init(line: line ?? value.serialized)
     }
 
     public static func isPhotoHash(_ h: String) -> Bool {
         h.utf8.count == 64 && h.utf8.allSatisfy { ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x61 && $0 <= 0x66) }
     }
 
-    /// The same record with a new `modifiedAt` (the clamp, or a local stamp).
+    /// The same record with a new `modifiedAt` (the clamp, or a local stamp)
+    /// and optionally a new `deviceId`. Only those values change in the line;
+    /// a missing `deleted` is written as `false`.
     public func restamped(_ t: Timestamp, deviceID newDevice: String? = nil) -> Record {
         var r = self
         r.modifiedAt = t
-        var v = (try? JSONParser.parse(line)) ?? .object([])
-        v = v.replacing("modifiedAt", with: .string(t.rfc3339))
-        if let newDevice {
-            r.deviceID = newDevice
-            v = v.replacing("deviceId", with: .string(newDevice))
+        if let newDevice { r.deviceID = newDevice }
+        var text = line
+        var device = newDevice
+        let out: [UInt8] = text.withUTF8 { buf in
+            let base = buf.baseAddress ?? UnsafePointer(bitPattern: 1)!
+            guard let scan = try? RecordScanner.scan(base, start: 0, end: buf.count, mode: .localEdit) else { return Array(buf) }
+            var out: [UInt8] = []
+            if device != nil {
+                device!.withUTF8 { d in
+                    RecordLine.rewrite(base, scan, time: t.milliseconds, device: UnsafeRawBufferPointer(d), ensureDeleted: true, into: &out)
+                }
+            } else {
+                RecordLine.rewrite(base, scan, time: t.milliseconds, device: nil, ensureDeleted: true, into: &out)
+            }
+            return out
         }
-        r.line = v.serialized
+        r.line = String(decoding: out, as: UTF8.self)
         return r
     }
 }
 
-extension JSONValue {
-    /// The object with `key` set to `value`, in place when present, else appended.
-    public func replacing(_ key: String, with value: JSONValue) -> JSONValue {
-        guard case var .object(pairs) = self else { return self }
-        if let i = pairs.firstIndex(where: { $0.0 == key }) { pairs[i].1 = value } else { pairs.append((key, value)) }
-        return .object(pairs)
+/// Rewriting a record line in place: only the named values change, every
+/// other byte (unknown fields, spacing, key order) stays as it was.
+public enum RecordLine {
+    /// Appends to `out` the line of `r` with `modifiedAt` set to `time` and,
+    /// when given, `deviceId` set to `device`; fields that are absent are
+    /// appended as new members. `ensureDeleted` adds `"deleted":false` when
+    /// the line has no `deleted`.
+    public static func rewrite(_ base: UnsafePointer<UInt8>, _ r: RecordScan, time: Int64?, device: UnsafeRawBufferPointer?,
+                               ensureDeleted: Bool, into out: inout [UInt8]) {
+        var edits: [(Int, Int, [UInt8])] = []  // replace base[from..<to] with bytes
+        var appended: [UInt8] = []
+        var stamp = [UInt8](repeating: 0, count: 26)
+        if let time {
+            var t = [UInt8](repeating: 0, count: 24)
+            Timestamp(milliseconds: time).writeRFC3339(into: &t)
+            stamp = [0x22] + t + [0x22]
+            if r.modifiedAt.isPresent {
+                edits.append((r.modifiedAt.start - 1, r.modifiedAt.end + 1, stamp))
+            } else {
+                appended += Array(",\"modifiedAt\":".utf8) + stamp
+            }
+        }
+        if let device {
+            var d: [UInt8] = []
+            appendJSONString(device, to: &d)
+            if r.deviceID.isPresent {
+                edits.append((r.deviceID.start - 1, r.deviceID.end + 1, d))
+            } else {
+                appended += Array(",\"deviceId\":".utf8) + d
+            }
+        }
+        if ensureDeleted && r.deleted < 0 { appended += Array(",\"deleted\":false".utf8) }
+        edits.sort { $0.0 < $1.0 }
+        out.reserveCapacity(out.count + (r.end - r.start) + appended.count + 64)
+        var at = r.start
+        for (from, to, bytes) in edits {
+            out.append(contentsOf: UnsafeBufferPointer(start: base + at, count: from - at))
+            out += bytes
+            at = to
+        }
+        let close = r.end - 1  // the closing brace
+        out.append(contentsOf: UnsafeBufferPointer(start: base + at, count: close - at))
+        if !appended.isEmpty {
+            out += r.hasMembers ? appended : Array(appended.dropFirst())
+        }
+        out.append(UInt8(ascii: "}"))
+    }
+
+    /// Appends `bytes` (valid UTF-8) as a JSON string literal.
+    public static func appendJSONString(_ bytes: UnsafeRawBufferPointer, to out: inout [UInt8]) {
+        let hex: [UInt8] = Array("0123456789abcdef".utf8)
+        out.append(0x22)
+        for c in bytes {
+            switch c {
+            case 0x22: out += [0x5C, 0x22]
+            case 0x5C: out += [0x5C, 0x5C]
+            case 0x0A: out += [0x5C, UInt8(ascii: "n")]
+            case 0x0D: out += [0x5C, UInt8(ascii: "r")]
+            case 0x09: out += [0x5C, UInt8(ascii: "t")]
+            case 0..<0x20, 0x7F:
+                out += [0x5C, UInt8(ascii: "u"), 0x30, 0x30, hex[Int(c >> 4)], hex[Int(c & 15)]]
+            default: out.append(c)
+            }
+        }
+        out.append(0x22)
     }
 }

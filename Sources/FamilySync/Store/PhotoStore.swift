@@ -1,3 +1,5 @@
+import Foundation
+
 /// Photo bytes, content-addressed by SHA-256, kept inside the store so a
 /// photo and the records naming it commit together (a crash never leaves a
 /// half-written file or a dangling path).
@@ -23,6 +25,26 @@ extension Store {
         guard Hex.encode(SHA256.hash(bytes)) == sha256 else { return false }
         try addPhoto(bytes, now: now)
         return true
+    }
+
+    /// Reads the file at `path` and keeps its bytes; returns the hash and size.
+    /// A missing file is `noInput`; a file over `maxPhotoBytes` is bad data.
+    public func addPhotoFile(_ path: String, now: Timestamp) throws -> (sha256: String, size: Int) {
+        var st = stat()
+        guard stat(path, &st) == 0 else {
+            let e = errno
+            throw ToolError(e == ENOENT || e == ENOTDIR || e == EACCES ? .noInput : .ioError, "\(path): \(String(cString: strerror(e)))")
+        }
+        guard st.st_mode & S_IFMT == S_IFREG else { throw ToolError(.noInput, "\(path): not a regular file") }
+        guard Int(st.st_size) <= Store.maxPhotoBytes else {
+            throw ToolError.data("\(path): photo of \(st.st_size) bytes is larger than the limit of \(Store.maxPhotoBytes)")
+        }
+        guard let data = FileManager.default.contents(atPath: path) else { throw ToolError.io("\(path): cannot read") }
+        let bytes = [UInt8](data)
+        guard bytes.count <= Store.maxPhotoBytes else {
+            throw ToolError.data("\(path): photo of \(bytes.count) bytes is larger than the limit of \(Store.maxPhotoBytes)")
+        }
+        return (try addPhoto(bytes, now: now), bytes.count)
     }
 
     public func photo(_ sha256: String) throws -> [UInt8]? {

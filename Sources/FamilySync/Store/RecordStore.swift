@@ -1,6 +1,9 @@
+import CSQLite
+import Foundation
+
 /// Records in the store: applying incoming versions by the LWW rule, local
 /// edits, and export from a change cursor. merge-records and peer-sync both
-/// go through here, so the store has one merge code path.
+/// go through here, so the store has one merge code path (`RecordApplier`).
 public struct ApplySummary: Sendable, Equatable {
     public var received = 0
     /// Incoming versions that replaced (or created) the held one.
@@ -24,9 +27,32 @@ public struct ApplySummary: Sendable, Equatable {
     }
 }
 
+/// What the rule decided for one incoming version, for `--explain`.
+public struct ApplyExplanation {
+    /// The record id (UTF-8), valid during the callback only.
+    public var id: UnsafeRawBufferPointer
+    public var rule: LWW.Rule
+    /// The incoming version replaced (or created) the held one.
+    public var tookIncoming: Bool
+    public var clamped: Bool
+    /// The input line number, when applying lines.
+    public var lineNumber: Int
+}
+
 extension Store {
+    /// Page cache for bulk applies, in KiB: enough to keep the id index of a
+    /// few million records in memory, so random ids do not thrash the disk.
+    public static let bulkCacheKiB = 131_072
+    /// Lines are read, validated and sorted by id in batches this large
+    /// (bytes, lines) before they are applied: sorted keys touch each index
+    /// page once per batch instead of once per record.
+    public static let applyBatchBytes = 32 << 20
+    public static let applyBatchLines = 200_000
+
     /// Applies remote versions by the LWW rule (clamp included) inside one
-    /// transaction: all or nothing. `explain` hears, per id, which rule decided.
+    /// transaction: all or nothing. `explain` hears, per version, which rule
+    /// decided and whether the incoming version was taken. A record's `line`
+    /// is authoritative: its fields are read from it.
     public func applyRemote(_ records: [Record], now: Timestamp,
                             explain: ((_ id: String, _ rule: LWW.Rule, _ tookRemote: Bool) -> Void)? = nil) throws -> ApplySummary {
         try write { try applyRemoteInTransaction(records, now: now, explain: explain) }
@@ -35,85 +61,136 @@ extension Store {
     /// The same, for a caller that already holds the write transaction.
     public func applyRemoteInTransaction(_ records: [Record], now: Timestamp,
                                          explain: ((String, LWW.Rule, Bool) -> Void)? = nil) throws -> ApplySummary {
-        var summary = ApplySummary()
-        let select = try db.prepare("SELECT modified_at, device_id, deleted FROM records WHERE id = ?")
-        var seq = try nextChangeSeq(count: 0) - 1
-        for var r in records {
-            summary.received += 1
-            let clampedTime = LWW.clamp(r.modifiedAt, now: now)
-            if clampedTime != r.modifiedAt {
-                r = r.restamped(clampedTime)
-                summary.clamped += 1
-            }
-            try select.bind([.text(r.id)])
-            let decision: LWW.Decision
-            var localDeleted = false
-            if try select.step() {
-                let lt = Timestamp(milliseconds: select.int64(0))
-                let ld = select.text(1)
-                localDeleted = select.int64(2) != 0
-                decision = LWW.decide(localTime: lt, localDeleted: localDeleted, localDevice: ld.utf8,
-                                      remoteTime: r.modifiedAt, remoteDeleted: r.deleted, remoteDevice: r.deviceID.utf8)
-                select.reset()
-            } else {
-                select.reset()
-                decision = LWW.Decision(takeRemote: true, rule: .new)
-                localDeleted = r.deleted  // nothing held: neither resurrected nor deleted
-            }
-            explain?(r.id, decision.rule, decision.takeRemote)
-            guard decision.takeRemote else {
-                if decision.rule == .sameVersion { summary.unchanged += 1 } else { summary.keptLocal += 1 }
-                continue
-            }
-            seq += 1
-            try put(r, seq: seq)
-            summary.applied += 1
-            if decision.rule != .new {
-                if localDeleted && !r.deleted { summary.resurrected += 1 }
-                if !localDeleted && r.deleted { summary.deleted += 1 }
-            }
-        }
-        try setMeta("change_seq", String(seq))
-        return summary
+        try applyRecords(records, stamping: false, now: now, explain: explain)
     }
 
-    /// Writes one record row and its photo references, with change number `seq`.
-    func put(_ r: Record, seq: Int64) throws {
-        try db.run("""
-            INSERT INTO records (id, type, modified_at, device_id, deleted, line, seq) VALUES (?, ?, ?, ?, ?, ?, ?)
-            ON CONFLICT(id) DO UPDATE SET type = excluded.type, modified_at = excluded.modified_at,
-              device_id = excluded.device_id, deleted = excluded.deleted, line = excluded.line, seq = excluded.seq
-            """, [.text(r.id), .text(r.type), .int(r.modifiedAt.milliseconds), .text(r.deviceID),
-                  .int(r.deleted ? 1 : 0), .text(r.line), .int(seq)])
-        try db.run("DELETE FROM record_photos WHERE record_id = ?", [.text(r.id)])
-        if !r.deleted {
-            for h in Set(r.photos) {
-                try db.run("INSERT OR IGNORE INTO record_photos (sha256, record_id) VALUES (?, ?)", [.text(h), .text(r.id)])
-            }
-        }
-    }
-
-    /// Applies edits made on this device: each gets `modifiedAt` = now and
-    /// `deviceId` = this device, then goes through the same LWW rule (a local
-    /// edit at now beats anything older).
+    /// Applies edits made on this device: each gets `deviceId` = this device
+    /// and `modifiedAt` = now — or 1 ms after the version held, when that is
+    /// later, so an edit always supersedes the version it edits — then goes
+    /// through the same LWW rule. One transaction.
     public func applyLocalEdits(_ records: [Record], now: Timestamp) throws -> ApplySummary {
-        let me = try deviceID
-        return try applyRemote(records.map { $0.restamped(now, deviceID: me) }, now: now)
+        try write { try applyRecords(records, stamping: true, now: now, explain: nil) }
     }
+
+    private func applyRecords(_ records: [Record], stamping: Bool, now: Timestamp,
+                              explain: ((String, LWW.Rule, Bool) -> Void)?) throws -> ApplySummary {
+        let applier = try RecordApplier(store: self, now: now, stamping: stamping)
+        for r in records {
+            var line = r.line
+            try line.withUTF8 { buf in
+                let base = buf.baseAddress ?? UnsafePointer(bitPattern: 1)!
+                let scan: RecordScan
+                do { scan = try RecordScanner.scan(base, start: 0, end: buf.count, mode: stamping ? .localEdit : .exchanged) }
+                catch { throw ToolError(.dataError, "record \(r.id.prefix(100)): \(error)") }
+                try applier.apply(base, scan) { e in
+                    explain?(String(decoding: e.id, as: UTF8.self), e.rule, e.tookIncoming)
+                }
+            }
+        }
+        try applier.finish()
+        return applier.summary
+    }
+
+    /// Applies every record line of `reader` in one transaction (all or
+    /// nothing): remote versions with the clamp, or, with `stamping`, local
+    /// edits. A bad line throws `ToolError(.dataError, "FILE:LINE: field:
+    /// problem")` and the store is left unchanged. Blank lines are skipped.
+    public func applyLines(_ reader: LineReader, stamping: Bool, now: Timestamp,
+                           explain: ((ApplyExplanation) throws -> Void)? = nil,
+                           progress: ((Int) -> Void)? = nil) throws -> ApplySummary {
+        try db.execute("PRAGMA cache_size = -\(Store.bulkCacheKiB)")
+        return try write {
+            let applier = try RecordApplier(store: self, now: now, stamping: stamping)
+            var workspace = RecordScanner.ScanWorkspace()
+            let mode: RecordScanMode = stamping ? .localEdit : .exchanged
+            var batch = [UInt8]()
+            batch.reserveCapacity(Store.applyBatchBytes + Record.maxLineBytes)
+            var items: [(scan: RecordScan, line: Int)] = []
+            var order: [Int] = []
+            var done = false
+            while !done {
+                // Read and validate a batch of lines.
+                batch.removeAll(keepingCapacity: true)
+                items.removeAll(keepingCapacity: true)
+                while batch.count < Store.applyBatchBytes && items.count < Store.applyBatchLines {
+                    guard let line = try reader.next() else { done = true; break }
+                    switch line {
+                    case .tooLong:
+                        throw ToolError(.dataError, "\(reader.name):\(reader.lineNumber): line longer than \(Record.maxLineBytes) bytes")
+                    case let .text(buf):
+                        guard let raw = buf.baseAddress, !RecordMerge.isBlank(raw.assumingMemoryBound(to: UInt8.self), 0, buf.count) else { continue }
+                        let from = batch.count
+                        batch.append(contentsOf: buf)
+                        let scan: RecordScan = try batch.withUnsafeBufferPointer { b throws(ToolError) in
+                            do throws(RecordError) {
+                                return try RecordScanner.scan(b.baseAddress!, start: from, end: b.count, mode: mode, workspace: &workspace)
+                            } catch {
+                                throw ToolError(.dataError, "\(reader.name):\(reader.lineNumber): \(error)")
+                            }
+                        }
+                        items.append((scan, reader.lineNumber))
+                    }
+                }
+                // Apply it in id order: neighbouring ids share index pages. The
+                // sort is stable, so duplicates keep their input order.
+                try batch.withUnsafeBufferPointer { b in
+                    let base = b.baseAddress ?? UnsafePointer(bitPattern: 1)!
+                    order.removeAll(keepingCapacity: true)
+                    order.append(contentsOf: items.indices)
+                    order.sort { x, y in
+                        let a = items[x].scan.id, c = items[y].scan.id
+                        let m = memcmp(base + a.start, base + c.start, min(a.count, c.count))
+                        if m != 0 { return m < 0 }
+                        return a.count != c.count ? a.count < c.count : x < y
+                    }
+                    for k in order {
+                        let n = items[k].line
+                        if let explain {
+                            try applier.apply(base, items[k].scan) { e in
+                                var e = e
+                                e.lineNumber = n
+                                try explain(e)
+                            }
+                        } else {
+                            try applier.apply(base, items[k].scan, explain: nil)
+                        }
+                    }
+                }
+                progress?(applier.summary.received)
+            }
+            try applier.finish()
+            return applier.summary
+        }
+    }
+
+    // MARK: Export
 
     /// Records changed after change number `afterSeq`, oldest change first, at
     /// most `limit`. Returns their lines and the last change number included.
     public func exportRecords(afterSeq: Int64, limit: Int) throws -> (lines: [String], lastSeq: Int64) {
-        let s = try db.prepare("SELECT line, seq FROM records WHERE seq > ? ORDER BY seq LIMIT ?")
-        try s.bind([.int(afterSeq), .int(Int64(limit))])
-        defer { s.reset() }
         var lines: [String] = []
         var last = afterSeq
-        while try s.step() {
-            lines.append(s.text(0))
-            last = s.int64(1)
+        try forEachChange(afterSeq: afterSeq, limit: limit) { line, seq in
+            lines.append(String(decoding: line, as: UTF8.self))
+            last = seq
         }
         return (lines, last)
+    }
+
+    /// Calls `body` with each record line changed after `afterSeq`, oldest
+    /// change first, and its change number. Returns the last change number seen.
+    @discardableResult
+    public func forEachChange(afterSeq: Int64, limit: Int = Int.max,
+                              _ body: (UnsafeRawBufferPointer, Int64) throws -> Void) throws -> Int64 {
+        let s = try db.prepare("SELECT line, seq FROM records WHERE seq > ? ORDER BY seq LIMIT ?")
+        try s.bind([.int(afterSeq), .int(Int64(min(limit, Int(Int64.max))))])
+        defer { s.reset() }
+        var last = afterSeq
+        while try s.step() {
+            last = s.int64(1)
+            try s.withBytes(0) { try body($0, last) }
+        }
+        return last
     }
 
     /// Calls `body` with every record line in `id` byte order, tombstones included.
@@ -130,13 +207,212 @@ extension Store {
         let s = try db.prepare("SELECT id, line FROM records ORDER BY id")
         defer { s.reset() }
         while try s.step() {
-            try s.withBytes(0) { h.update($0) }
+            s.withBytes(0) { h.update($0) }
             h.update([0])
-            try s.withBytes(1) { h.update($0) }
+            s.withBytes(1) { h.update($0) }
             h.update([0x0A])
         }
         return Hex.encode(h.finalize())
     }
 
     public var currentChangeSeq: Int64 { get throws { Int64(try meta("change_seq") ?? "0") ?? 0 } }
+
+    /// How many record rows the store holds: (live, tombstones).
+    public func recordCounts() throws -> (live: Int, tombstones: Int) {
+        let live = try db.scalarInt("SELECT count(*) FROM records WHERE deleted = 0") ?? 0
+        let dead = try db.scalarInt("SELECT count(*) FROM records WHERE deleted = 1") ?? 0
+        return (Int(live), Int(dead))
+    }
+}
+
+/// The one place a version enters the records table. Holds its statements
+/// for the whole batch; used inside a write transaction only.
+final class RecordApplier {
+    let store: Store
+    let db: Database
+    let select: Statement, insert: Statement, update: Statement
+    let deletePhotos: Statement, insertPhoto: Statement
+    let now: Timestamp
+    let clampLimit: Int64
+    /// This device's id, when applying local edits.
+    let me: [UInt8]?
+    var seq: Int64
+    var summary = ApplySummary()
+    private var scratch: [UInt8] = []
+
+    init(store: Store, now: Timestamp, stamping: Bool) throws {
+        self.store = store
+        db = store.db
+        select = try db.prepare("SELECT rid, modified_at, device_id, deleted, photo_count FROM records WHERE id = ?")
+        insert = try db.prepare("""
+            INSERT INTO records (id, type, modified_at, device_id, deleted, line, seq, photo_count) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+            ON CONFLICT(id) DO NOTHING
+            """)
+        update = try db.prepare("""
+            UPDATE records SET type = ?2, modified_at = ?3, device_id = ?4, deleted = ?5, line = ?6, seq = ?7, photo_count = ?8
+            WHERE rid = ?1
+            """)
+        deletePhotos = try db.prepare("DELETE FROM record_photos WHERE record = ?")
+        insertPhoto = try db.prepare("INSERT OR IGNORE INTO record_photos (sha256, record) VALUES (?, ?)")
+        self.now = now
+        clampLimit = LWW.clamp(Timestamp.latest, now: now).milliseconds
+        me = stamping ? Array(try store.deviceID.utf8) : nil
+        seq = try store.currentChangeSeq
+    }
+
+    func finish() throws {
+        try store.setMeta("change_seq", String(seq))
+    }
+
+    @inline(__always)
+    private func bindText(_ s: Statement, _ i: Int32, _ p: UnsafePointer<UInt8>, _ n: Int) throws {
+        let rc = p.withMemoryRebound(to: CChar.self, capacity: max(n, 1)) {
+            sqlite3_bind_text64(s.stmt, i, $0, sqlite3_uint64(n), fs_sqlite_static(), UInt8(SQLITE_UTF8))
+        }
+        if rc != SQLITE_OK { try db.check(rc, "binding a record field") }
+    }
+
+    /// Applies one scanned version at `base`. A new id is inserted straight
+    /// away (one index probe); only an id already held is looked up and judged.
+    func apply(_ base: UnsafePointer<UInt8>, _ r: RecordScan, explain: ((ApplyExplanation) throws -> Void)?) throws {
+        summary.received += 1
+        let idDecoded: [UInt8]? = r.id.escaped ? RecordScanner.decode(base, r.id) : nil
+        let typeDecoded: [UInt8]? = r.type.escaped ? RecordScanner.decode(base, r.type) : nil
+        let deviceDecoded: [UInt8]? = me ?? (r.deviceID.escaped ? RecordScanner.decode(base, r.deviceID) : nil)
+        let deleted = r.deleted == 1
+        let photoCount = deleted ? 0 : r.photoCount
+        // The incoming version: stamped (local edit) or clamped (remote).
+        var time = r.time
+        var clamped = false
+        if me != nil {
+            time = now.milliseconds
+        } else if time > clampLimit {
+            time = clampLimit
+            clamped = true
+            summary.clamped += 1
+        }
+        try withSpan(base, r.id, idDecoded) { idp, idn in
+            // 1. A new id: insert, done.
+            prepareLine(base, r, time: time)
+            var rid: Int64 = 0
+            let inserted: Bool = try writeRow(base, r, stmt: insert, rid: nil, idp: idp, idn: idn, time: time,
+                                              typeDecoded: typeDecoded, deviceDecoded: deviceDecoded, photoCount: photoCount)
+            var decision = LWW.Decision(takeRemote: true, rule: .new)
+            var found = false, heldDeleted = false
+            if inserted {
+                rid = sqlite3_last_insert_rowid(db.handle)
+                seq += 1
+            } else {
+                // 2. Held already: look it up and let the rule decide.
+                found = true
+                try bindText(select, 1, idp, idn)
+                defer { sqlite3_reset(select.stmt) }
+                let rc = sqlite3_step(select.stmt)
+                guard rc == SQLITE_ROW else {
+                    try db.check(rc, "looking up a record")
+                    throw ToolError(.software, "a record vanished while it was applied")
+                }
+                rid = sqlite3_column_int64(select.stmt, 0)
+                let heldTime = sqlite3_column_int64(select.stmt, 1)
+                heldDeleted = sqlite3_column_int64(select.stmt, 3) != 0
+                let heldPhotos = sqlite3_column_int64(select.stmt, 4)
+                if me != nil && heldTime >= time {
+                    time = heldTime + 1  // an edit supersedes the version it edits
+                    prepareLine(base, r, time: time)
+                }
+                decision = try withSpan(base, r.deviceID, deviceDecoded) { dp, dn in
+                    let hp = sqlite3_column_text(select.stmt, 2)
+                    let hn = Int(sqlite3_column_bytes(select.stmt, 2))
+                    return LWW.decide(localTime: Timestamp(milliseconds: heldTime), localDeleted: heldDeleted,
+                                      localDevice: UnsafeBufferPointer(start: hp, count: hp == nil ? 0 : hn),
+                                      remoteTime: Timestamp(milliseconds: time), remoteDeleted: deleted,
+                                      remoteDevice: UnsafeBufferPointer(start: dp, count: dn))
+                }
+                sqlite3_reset(select.stmt)
+                if decision.takeRemote {
+                    _ = try writeRow(base, r, stmt: update, rid: rid, idp: idp, idn: idn, time: time,
+                                     typeDecoded: typeDecoded, deviceDecoded: deviceDecoded, photoCount: photoCount)
+                    seq += 1
+                    if heldPhotos > 0 {
+                        sqlite3_bind_int64(deletePhotos.stmt, 1, rid)
+                        let rc = sqlite3_step(deletePhotos.stmt)
+                        sqlite3_reset(deletePhotos.stmt)
+                        if rc != SQLITE_DONE { try db.check(rc, "updating photo references") }
+                    }
+                }
+            }
+            if let explain {
+                try explain(ApplyExplanation(id: UnsafeRawBufferPointer(start: idp, count: idn), rule: decision.rule,
+                                             tookIncoming: decision.takeRemote, clamped: clamped, lineNumber: 0))
+            }
+            guard decision.takeRemote else {
+                if decision.rule == .sameVersion { summary.unchanged += 1 } else { summary.keptLocal += 1 }
+                return
+            }
+            if photoCount > 0 {
+                try RecordScanner.forEachPhoto(base, r) { h in
+                    try bindText(insertPhoto, 1, h, 64)
+                    sqlite3_bind_int64(insertPhoto.stmt, 2, rid)
+                    let rc = sqlite3_step(insertPhoto.stmt)
+                    sqlite3_reset(insertPhoto.stmt)
+                    if rc != SQLITE_DONE { try db.check(rc, "recording photo references") }
+                }
+            }
+            summary.applied += 1
+            if found {
+                if heldDeleted && !deleted { summary.resurrected += 1 }
+                if !heldDeleted && deleted { summary.deleted += 1 }
+            }
+        }
+    }
+
+    /// The line to keep for `r` at `time`, in `scratch`: empty when the
+    /// source bytes are kept verbatim.
+    private func prepareLine(_ base: UnsafePointer<UInt8>, _ r: RecordScan, time: Int64) {
+        scratch.removeAll(keepingCapacity: true)
+        if let me {
+            me.withUnsafeBytes { d in
+                RecordLine.rewrite(base, r, time: time, device: d, ensureDeleted: true, into: &scratch)
+            }
+        } else if time != r.time || !r.isTimeCanonical(base) {
+            RecordLine.rewrite(base, r, time: time, device: nil, ensureDeleted: false, into: &scratch)
+        }
+    }
+
+    /// Runs the insert (rid nil; returns false when the id is already held) or
+    /// the update of row `rid`, with the line prepared in `scratch`.
+    private func writeRow(_ base: UnsafePointer<UInt8>, _ r: RecordScan, stmt s: Statement, rid: Int64?,
+                          idp: UnsafePointer<UInt8>, idn: Int, time: Int64,
+                          typeDecoded: [UInt8]?, deviceDecoded: [UInt8]?, photoCount: Int) throws -> Bool {
+        try scratch.withUnsafeBufferPointer { sb in
+            let lineP = scratch.isEmpty ? base + r.start : sb.baseAddress!
+            let lineN = scratch.isEmpty ? r.end - r.start : sb.count
+            return try withSpan(base, r.type, typeDecoded) { tp, tn in
+                try withSpan(base, r.deviceID, deviceDecoded) { dp, dn in
+                    if let rid { sqlite3_bind_int64(s.stmt, 1, rid) } else { try bindText(s, 1, idp, idn) }
+                    try bindText(s, 2, tp, tn)
+                    sqlite3_bind_int64(s.stmt, 3, time)
+                    try bindText(s, 4, dp, dn)
+                    sqlite3_bind_int64(s.stmt, 5, r.deleted == 1 ? 1 : 0)
+                    try bindText(s, 6, lineP, lineN)
+                    sqlite3_bind_int64(s.stmt, 7, seq + 1)
+                    sqlite3_bind_int64(s.stmt, 8, Int64(photoCount))
+                    let rc = sqlite3_step(s.stmt)
+                    sqlite3_reset(s.stmt)
+                    if rc != SQLITE_DONE { try db.check(rc, "writing a record") }
+                    return sqlite3_changes(db.handle) > 0
+                }
+            }
+        }
+    }
+
+    /// Lends out a string field's bytes: decoded ones when given, else the span in place.
+    @inline(__always)
+    private func withSpan<T>(_ base: UnsafePointer<UInt8>, _ span: RecordScan.StringSpan, _ decoded: [UInt8]?,
+                             _ body: (UnsafePointer<UInt8>, Int) throws -> T) throws -> T {
+        if let decoded {
+            return try decoded.withUnsafeBufferPointer { try body($0.baseAddress ?? UnsafePointer(bitPattern: 1)!, $0.count) }
+        }
+        return try body(base + max(span.start, 0), max(span.count, 0))
+    }
 }

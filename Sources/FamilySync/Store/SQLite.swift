@@ -33,7 +33,13 @@ public final class Database {
         }
         handle = db
         sqlite3_extended_result_codes(db, 1)
-        sqlite3_busy_timeout(db, Database.busyTimeoutMilliseconds)
+        sqlite3_busy_handler(db, { _, tries in
+            // Poll every millisecond rather than SQLite's backoff (up to 100 ms a sleep):
+            // a writer then gets in during the short pauses between tombstone-gc's batches.
+            guard tries < Database.busyTimeoutMilliseconds else { return 0 }
+            usleep(1000)
+            return 1
+        }, nil)
     }
 
     deinit {

@@ -21,26 +21,31 @@ enum Schema {
         -- Records, one row per id: the LWW winner held. `line` is the record's JSON
         -- text as written out; `seq` is this store's change counter when the row last
         -- changed, the cursor peers sync from. Times are milliseconds since the epoch.
+        -- A rowid table with a unique id index: appends stay sequential and the id
+        -- index stays small, which keeps bulk applies and purges fast.
+        -- `photo_count` is how many record_photos rows the record has (0 for tombstones).
         CREATE TABLE records (
-            id TEXT PRIMARY KEY,
+            rid INTEGER PRIMARY KEY,
+            id TEXT NOT NULL UNIQUE,
             type TEXT NOT NULL,
             modified_at INTEGER NOT NULL,
             device_id TEXT NOT NULL,
             deleted INTEGER NOT NULL CHECK (deleted IN (0, 1)),
             line TEXT NOT NULL,
-            seq INTEGER NOT NULL
-        ) WITHOUT ROWID;
+            seq INTEGER NOT NULL,
+            photo_count INTEGER NOT NULL DEFAULT 0
+        );
         CREATE INDEX records_by_seq ON records (seq);
-        CREATE INDEX tombstones_by_time ON records (modified_at) WHERE deleted = 1;
+        CREATE INDEX tombstones_by_time ON records (modified_at, seq) WHERE deleted = 1;
 
-        -- Which live records name which photos, so wanted and unreferenced photos
-        -- are found without reading every record.
+        -- Which live records name which photos (by the record's rid), so wanted and
+        -- unreferenced photos are found without reading every record.
         CREATE TABLE record_photos (
             sha256 TEXT NOT NULL,
-            record_id TEXT NOT NULL,
-            PRIMARY KEY (sha256, record_id)
+            record INTEGER NOT NULL,
+            PRIMARY KEY (sha256, record)
         ) WITHOUT ROWID;
-        CREATE INDEX record_photos_by_record ON record_photos (record_id);
+        CREATE INDEX record_photos_by_record ON record_photos (record);
 
         -- Photo bytes, content-addressed by lowercase SHA-256 hex.
         CREATE TABLE photos (
@@ -49,6 +54,7 @@ enum Schema {
             added_at INTEGER NOT NULL,
             bytes BLOB NOT NULL
         );
+        CREATE INDEX photos_by_age ON photos (added_at);
 
         -- The family's devices, this one included, and what this store knows of
         -- syncing with each: sent_seq is how far of our changes the peer has

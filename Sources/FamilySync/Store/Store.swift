@@ -127,27 +127,27 @@ public final class Store {
         }
     }
 
-    public func meta(_ key: String) throws -> String? {
-        try db.scalarText("SELECT value FROM meta WHERE key = ?", [.text(key)])
+    /// A small value from the `meta` (facts about this store) or `settings`
+    /// (what the user set) table; both are key/value tables of one shape.
+    private enum KeyValueTable: String { case meta, settings }
+
+    private func value(_ table: KeyValueTable, _ key: String) throws -> String? {
+        try db.scalarText("SELECT value FROM \(table.rawValue) WHERE key = ?", [.text(key)])
     }
-    public func setMeta(_ key: String, _ value: String?) throws {
+    /// Sets (or, with nil, removes) a value. Call inside `write` when it must commit with other changes.
+    private func setValue(_ table: KeyValueTable, _ key: String, _ value: String?) throws {
         if let value {
-            try db.run("INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value", [.text(key), .text(value)])
+            try db.run("INSERT INTO \(table.rawValue) (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                       [.text(key), .text(value)])
         } else {
-            try db.run("DELETE FROM meta WHERE key = ?", [.text(key)])
+            try db.run("DELETE FROM \(table.rawValue) WHERE key = ?", [.text(key)])
         }
     }
 
-    public func setting(_ key: String) throws -> String? {
-        try db.scalarText("SELECT value FROM settings WHERE key = ?", [.text(key)])
-    }
-    public func setSetting(_ key: String, _ value: String?) throws {
-        if let value {
-            try db.run("INSERT INTO settings (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value", [.text(key), .text(value)])
-        } else {
-            try db.run("DELETE FROM settings WHERE key = ?", [.text(key)])
-        }
-    }
+    public func meta(_ key: String) throws -> String? { try value(.meta, key) }
+    public func setMeta(_ key: String, _ value: String?) throws { try setValue(.meta, key, value) }
+    public func setting(_ key: String) throws -> String? { try value(.settings, key) }
+    public func setSetting(_ key: String, _ value: String?) throws { try setValue(.settings, key, value) }
 
     /// Secret material; callers must never print or log it.
     public func secret(_ name: String) throws -> [UInt8]? {

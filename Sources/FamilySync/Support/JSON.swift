@@ -229,15 +229,8 @@ public struct JSONParser {
         guard pos + 4 <= buf.count else { throw fail("truncated \\u escape") }
         var v: UInt32 = 0
         for _ in 0..<4 {
-            let c = buf[pos]
-            let d: UInt32
-            switch c {
-            case 0x30...0x39: d = UInt32(c - 0x30)
-            case 0x41...0x46: d = UInt32(c - 0x41 + 10)
-            case 0x61...0x66: d = UInt32(c - 0x61 + 10)
-            default: throw fail("invalid \\u escape")
-            }
-            v = v << 4 | d
+            guard let d = Hex.digitValue(buf[pos]) else { throw fail("invalid \\u escape") }
+            v = v << 4 | UInt32(d)
             pos += 1
         }
         return v

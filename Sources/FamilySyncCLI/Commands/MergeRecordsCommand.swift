@@ -1,14 +1,211 @@
+import Foundation
 import FamilySync
 
 public enum MergeRecordsCommand {
+    static let stamp = OptionSpec.flag("stamp",
+        help: "Store mode: the input holds edits made on this device. Each record gets deviceId = this device and modifiedAt = now (or 1 ms after the version held, when that is later); modifiedAt, deviceId and deleted may be absent.")
+    static let export = OptionSpec.flag("export",
+        help: "Store mode: write the store's records as NDJSON to standard output, sorted by id in byte order, tombstones included.")
+    static let since = OptionSpec("since", valueName: "SEQ",
+        help: "With --export: only records changed after change number SEQ, oldest change first (the incremental form).")
+    static let cursor = OptionSpec("cursor", valueName: "FILE",
+        help: "With --export: read SEQ from FILE (0 when FILE does not exist), export the changes after it, then replace FILE with the last change number written. Repeating the command exports only what changed since.",
+        completion: .file)
+    static let addPhoto = OptionSpec("add-photo", kind: .repeating, valueName: "FILE",
+        help: "Store mode: keep the bytes of FILE in the store, named by their lowercase SHA-256 hex, and print {\"file\",\"sha256\",\"size\"} per file. Records name photos by that hash. May be repeated; all files go in one transaction.",
+        completion: .file)
+    static let explain = OptionSpec.flag("explain",
+        help: "Write, per id, which rule decided as one JSON line on standard error.")
+    static let explainFile = OptionSpec("explain-file", valueName: "PATH",
+        help: "Write the --explain lines to PATH instead of standard error.", completion: .file)
+
     public static let spec = CommandSpec(
         name: "merge-records",
         abstract: "Merge record sets by last-writer-wins; apply, stamp and export the store",
-        options: [CommonOptions.db, CommonOptions.now, CommonOptions.quiet],
+        discussion: """
+        merge-records applies the last-writer-wins rule of family-sync to NDJSON records, one JSON object per line: {"id","type","modifiedAt","deviceId","deleted","data","photos"}. It is the same code peer-sync applies records with.
+
+        Pure mode, merge-records [--now TIME] LOCAL REMOTE, reads two record sets (either may be -, standard input) and writes the merged set to standard output, one line per id, sorted by id in byte order. For each id the version kept is chosen by the rule below; duplicates of an id inside one input are resolved by the same rule, so a change log is a valid input. Winners are written verbatim: the original bytes of the line, unknown fields included, with only modifiedAt rewritten when it is not already in canonical form or was clamped.
+
+        Store mode, merge-records --db STORE [FILE], applies the records of FILE (default -) to the store in one transaction, all or nothing, and prints one JSON summary: received, applied (replaced or created the held version), keptLocal (lost to the held version), unchanged (the same version as held), clamped, resurrected (a live version replaced a tombstone) and deleted (a tombstone replaced a live version). --stamp applies local edits instead, --export writes the store out, --add-photo keeps photo files.
+
+        The rule, for one id, an incoming (REMOTE) version against the held (LOCAL) one:
+
+        1. Clamp: a REMOTE modifiedAt later than now + 5 minutes is set to now + 5 minutes, and stored so. LOCAL versions are never clamped.
+
+        2. The later modifiedAt wins.
+
+        3. A tie between a live version and a tombstone: the live version wins (an edit after a delete beats the delete).
+
+        4. Any other tie: the greater deviceId in byte order wins. The same deviceId and time is the same version, and the held one is kept (in one input, the one read first).
+
+        5. The winner is kept verbatim; applying never re-stamps it.
+
+        Timestamps: any RFC 3339 offset is accepted; times are compared and written in UTC at millisecond precision, as YYYY-MM-DDTHH:MM:SS.sssZ (finer digits are truncated), so every device normalizes the same way.
+
+        Validation: every line must be a JSON object (strict RFC 8259: UTF-8, escapes, numbers; nesting at most 64 deep; top-level keys unique) with a non-empty string id, type and deviceId, an RFC 3339 modifiedAt, deleted true or false, data an object (or null) and photos an array of 64-character lowercase hex strings (or null), and at most 1048576 bytes. Blank lines are skipped; a trailing CR is ignored. The first bad line is reported as merge-records: FILE:LINE: field: problem with exit status 65; then nothing is written to standard output in pure mode, and the store is left unchanged in store mode.
+
+        The --explain lines are JSON: in pure mode {"id","rule","winner":"local"|"remote","versions","clamped"}, in store mode {"line","id","rule","winner":"incoming"|"held","clamped"}; rule is one of new (no other version), later-wins, live-beats-tombstone, greater-device, same-version.
+        """,
+        options: [CommonOptions.db, stamp, export, since, cursor, addPhoto, explain, explainFile, CommonOptions.now, CommonOptions.quiet],
+        arguments: [
+            ArgumentSpec("LOCAL", help: "Pure mode: the records held here. Store mode: the records to apply (FILE).", default: "- in store mode"),
+            ArgumentSpec("REMOTE", help: "Pure mode: the incoming records, the only ones clamped."),
+        ],
+        examples: [
+            Example("Merge a peer's export into ours, without touching a store:", "merge-records mine.ndjson theirs.ndjson > merged.ndjson"),
+            Example("Apply a peer's records to the store and see the summary:", "merge-records --db kid.db theirs.ndjson"),
+            Example("Record local edits (modifiedAt and deviceId are filled in):",
+                    "echo '{\"id\":\"r-9\",\"type\":\"receipt\",\"data\":{\"total\":\"12.50\"}}' |\n  merge-records --db kid.db --stamp"),
+            Example("Keep a photo and name it from a record:",
+                    "h=$(merge-records --db kid.db --add-photo receipt.jpg | jq -r .sha256)\necho \"{\\\"id\\\":\\\"r-9\\\",\\\"type\\\":\\\"receipt\\\",\\\"photos\\\":[\\\"$h\\\"]}\" | merge-records --db kid.db --stamp"),
+            Example("Export only what changed since the last run:", "merge-records --db kid.db --export --cursor kid.cursor > changes.ndjson"),
+            Example("See which rule decided each id:", "merge-records --explain-file why.ndjson a.ndjson b.ndjson > merged.ndjson"),
+        ],
         seeAlso: AllTools.seeAlso(except: "merge-records")
     )
 
     public static func run(_ ctx: ToolContext) throws -> ExitStatus {
-        try AllTools.notImplemented(ctx)
+        let a = ctx.args
+        let storeMode = a.isSet("db") || a.flag("stamp") || a.flag("export") || a.isSet("since") || a.isSet("cursor") || a.isSet("add-photo")
+        let inputs = a.positionals
+        if (a.isSet("since") || a.isSet("cursor")) && !a.flag("export") {
+            throw ToolError.usage("--since and --cursor go with --export")
+        }
+        if a.isSet("since") && a.isSet("cursor") { throw ToolError.usage("give --since or --cursor, not both") }
+        let modes = [a.flag("stamp"), a.flag("export"), a.isSet("add-photo")].filter { $0 }.count
+        if modes > 1 { throw ToolError.usage("--stamp, --export and --add-photo are separate modes; give one") }
+
+        guard storeMode else {
+            guard inputs.count == 2 else {
+                throw ToolError.usage(inputs.isEmpty ? "missing LOCAL and REMOTE (or --db STORE to use the store)" : "missing REMOTE (or --db STORE to apply one input to the store)")
+            }
+            return try runPure(ctx, local: inputs[0], remote: inputs[1])
+        }
+        if a.flag("export") || a.isSet("add-photo") {
+            if let extra = inputs.first { throw ToolError.usage("unexpected argument '\(extra)' (--\(a.flag("export") ? "export" : "add-photo") reads no records)") }
+        } else if inputs.count > 1 {
+            throw ToolError.usage("store mode applies one input; unexpected argument '\(inputs[1])'")
+        }
+        if a.flag("export") { return try runExport(ctx) }
+        if a.isSet("add-photo") { return try runAddPhotos(ctx, a.values("add-photo")) }
+        return try runApply(ctx, input: inputs.first ?? "-", stamping: a.flag("stamp"))
+    }
+
+    /// Where --explain lines go, if anywhere.
+    static func explainStream(_ ctx: ToolContext) throws -> FamilySync.OutputStream? {
+        if let path = ctx.args.value("explain-file") {
+            let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+            guard fd >= 0 else { throw ToolError.io("\(path): \(String(cString: strerror(errno)))") }
+            return FamilySync.OutputStream(fd: fd)
+        }
+        return ctx.args.flag("explain") ? FamilySync.OutputStream(fd: 2) : nil
+    }
+
+    static func runPure(_ ctx: ToolContext, local: String, remote: String) throws -> ExitStatus {
+        if local == "-" && remote == "-" { throw ToolError.usage("LOCAL and REMOTE cannot both be standard input") }
+        let l = try RecordInput(path: local)
+        let r = try RecordInput(path: remote)
+        let ex = try explainStream(ctx)
+        var line: [UInt8] = []
+        let explain: ((RecordMerge.Explanation) throws -> Void)? = ex.map { stream in
+            { e in
+                line.removeAll(keepingCapacity: true)
+                line += Array("{\"id\":".utf8)
+                RecordLine.appendJSONString(e.id, to: &line)
+                line += Array(",\"rule\":\"\(e.rule.rawValue)\",\"winner\":\"\(e.fromRemote ? "remote" : "local")\",\"versions\":\(e.versions),\"clamped\":\(e.clamped)}\n".utf8)
+                try stream.write(line)
+            }
+        }
+        _ = try RecordMerge.merge(local: l, remote: r, now: ctx.now, explain: explain) { try ctx.out.write($0) }
+        try ex?.flush()
+        if let ex, ex.fd != 2 { close(ex.fd) }
+        return .success
+    }
+
+    static func runApply(_ ctx: ToolContext, input: String, stamping: Bool) throws -> ExitStatus {
+        let reader = try LineReader(path: input, maxLineBytes: Record.maxLineBytes)
+        let store = try ctx.store()
+        let ex = try explainStream(ctx)
+        var line: [UInt8] = []
+        let explain: ((ApplyExplanation) throws -> Void)? = ex.map { stream in
+            { e in
+                line.removeAll(keepingCapacity: true)
+                line += Array("{\"line\":\(e.lineNumber),\"id\":".utf8)
+                RecordLine.appendJSONString(e.id, to: &line)
+                line += Array(",\"rule\":\"\(e.rule.rawValue)\",\"winner\":\"\(e.tookIncoming ? "incoming" : "held")\",\"clamped\":\(e.clamped)}\n".utf8)
+                try stream.write(line)
+            }
+        }
+        let summary = try store.applyLines(reader, stamping: stamping, now: ctx.now, explain: explain) { n in
+            ctx.progress("\(n) records")
+        }
+        ctx.endProgress()
+        try ex?.flush()
+        if let ex, ex.fd != 2 { close(ex.fd) }
+        try ctx.out.writeLine(summary.json)
+        return .success
+    }
+
+    static func runExport(_ ctx: ToolContext) throws -> ExitStatus {
+        let store = try ctx.store(create: false)
+        var after: Int64? = nil
+        if let s = ctx.args.value("since") {
+            guard let n = Int64(s), n >= 0 else { throw ToolError.usage("--since: '\(s)' is not a change number (a whole number, 0 or more)") }
+            after = n
+        }
+        let cursorPath = ctx.args.value("cursor")
+        if let cursorPath { after = try readCursor(cursorPath) }
+        let nl: [UInt8] = [0x0A]
+        if let after {
+            // One read transaction, so the cursor matches exactly what was written.
+            try store.db.execute("BEGIN")
+            defer { try? store.db.execute("COMMIT") }
+            let last = try store.forEachChange(afterSeq: after) { line, _ in
+                try ctx.out.write(line)
+                try ctx.out.write(nl)
+            }
+            try ctx.out.flush()
+            if let cursorPath { try writeCursor(cursorPath, last) }
+        } else {
+            try store.forEachRecordLine { line in
+                try ctx.out.write(line)
+                try ctx.out.write(nl)
+            }
+        }
+        return .success
+    }
+
+    /// The change number kept in a cursor file; 0 when the file does not exist yet.
+    static func readCursor(_ path: String) throws -> Int64 {
+        guard FileManager.default.fileExists(atPath: path) else { return 0 }
+        guard let data = FileManager.default.contents(atPath: path) else { throw ToolError.io("\(path): cannot read") }
+        let text = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        guard let n = Int64(text), n >= 0 else { throw ToolError.data("\(path):1: cursor: not a change number") }
+        return n
+    }
+
+    /// Replaces the cursor file atomically: a temporary file, fsync, rename.
+    static func writeCursor(_ path: String, _ seq: Int64) throws {
+        let tmp = path + ".tmp.\(getpid())"
+        let fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+        guard fd >= 0 else { throw ToolError.io("\(tmp): \(String(cString: strerror(errno)))") }
+        let text = Array("\(seq)\n".utf8)
+        let ok = text.withUnsafeBytes { Foundation.write(fd, $0.baseAddress, $0.count) == $0.count } && fsync(fd) == 0
+        close(fd)
+        guard ok, rename(tmp, path) == 0 else {
+            let e = String(cString: strerror(errno))
+            unlink(tmp)
+            throw ToolError.io("\(path): cannot write the cursor: \(e)")
+        }
+    }
+
+    static func runAddPhotos(_ ctx: ToolContext, _ files: [String]) throws -> ExitStatus {
+        let store = try ctx.store()
+        let added = try store.write { try files.map { f in (f, try store.addPhotoFile(f, now: ctx.now)) } }
+        for (f, (hash, size)) in added {
+            try ctx.out.writeLine(.object([("file", .string(f)), ("sha256", .string(hash)), ("size", .int(size))]))
+        }
+        return .success
     }
 }

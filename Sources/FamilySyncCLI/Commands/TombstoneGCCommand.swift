@@ -1,14 +1,76 @@
+import Foundation
 import FamilySync
 
 public enum TombstoneGCCommand {
+    static let olderThan = OptionSpec("older-than", valueName: "AGE",
+        help: "Purge only tombstones whose delete time is earlier than now - AGE (like 30d, 12w).", default: Store.tombstoneHorizon.description)
+    static let photoGrace = OptionSpec("photo-grace", valueName: "AGE",
+        help: "Remove an unreferenced photo only when it was added earlier than now - AGE.", default: Store.photoGracePeriod.description)
+    static let db = OptionSpec("db", valueName: "PATH", help: "The store; it must exist.",
+        default: CommonOptions.db.defaultValue, completion: .file)
+    static let dryRun = OptionSpec.flag("dry-run", short: "n", help: "Count what would be removed; change nothing.")
+    static let verbose = OptionSpec.flag("verbose", short: "v", help: "Say what each step removed, and the longest write transaction, on standard error.")
+
     public static let spec = CommandSpec(
         name: "tombstone-gc",
         abstract: "Purge tombstones that every device has heard about",
-        options: [CommonOptions.db, CommonOptions.now, CommonOptions.quiet],
+        discussion: """
+        tombstone-gc removes from the store what no device needs any more, and prints one JSON summary on standard output. It is meant for cron: it says nothing on standard error unless --verbose is given or something fails, running it twice removes nothing the second time, and it is safe while peer-sync or merge-records use the same store.
+
+        It removes exactly these, and nothing else:
+
+        1. Tombstones (records with deleted true) whose modifiedAt, the delete time, is earlier than now - AGE (--older-than, default 90d), and that every known device has acknowledged: for every device in the store's family list other than this one and not revoked, the store's record of how far of its changes that device acknowledged in a completed peer-sync (sent_seq) is at or past the change number at which this store last wrote the tombstone. A device that never completed a sync with this store acknowledged nothing and holds every tombstone back, until it syncs or the owner revokes it. A store that knows no other device purges on age alone.
+
+        2. Pairing offers whose expiry time is at or before now, used or not: none of them can be redeemed any more.
+
+        3. Photo files that no live record names and that were added to the store earlier than now - AGE (--photo-grace, default 7 days). A photo of a deleted record becomes unreferenced with the delete.
+
+        Live records, tombstones that are young or unacknowledged, the family, its devices, secrets and entitlement proofs are never touched.
+
+        The summary holds purged, keptYoung, keptUnacknowledged, heldBackBy (the devices holding tombstones back: deviceId, role, name, sentSeq, lastSyncedAt, and how many tombstones each holds back), oldestKept (the delete time of the oldest tombstone left, or null), offersCleared, photosPurged, photoBytesFreed and dryRun. With --dry-run the counts say what would go, and nothing changes.
+
+        Deletes run in short transactions whose size adapts so that each holds the store's write lock for about 40 ms, so a writer never waits long; a crash or kill midway leaves every transaction whole, and the next run carries on.
+
+        A device that has been away longer than the horizon must pull before it pushes (peer-sync asks the store), so it cannot resurrect what was purged elsewhere.
+        """,
+        options: [db, olderThan, photoGrace, dryRun, verbose, CommonOptions.now, CommonOptions.quiet],
+        examples: [
+            Example("See what would go, without changing anything:", "tombstone-gc --db kid.db --dry-run"),
+            Example("A crontab line: every night at 03:17, keep the summaries in a log:",
+                    "17 3 * * * tombstone-gc --db $HOME/.local/share/family-sync/store.db >> $HOME/.local/state/tombstone-gc.log"),
+            Example("A systemd user timer: ~/.config/systemd/user/tombstone-gc.service and tombstone-gc.timer, then systemctl --user enable --now tombstone-gc.timer:",
+                    """
+                    # tombstone-gc.service
+                    [Unit]
+                    Description=Purge family-sync tombstones every device has heard about
+                    [Service]
+                    Type=oneshot
+                    ExecStart=/usr/local/bin/tombstone-gc --older-than 90d
+
+                    # tombstone-gc.timer
+                    [Unit]
+                    Description=Nightly family-sync tombstone purge
+                    [Timer]
+                    OnCalendar=*-*-* 03:17:00
+                    RandomizedDelaySec=30m
+                    Persistent=true
+                    [Install]
+                    WantedBy=timers.target
+                    """),
+        ],
         seeAlso: AllTools.seeAlso(except: "tombstone-gc")
     )
 
     public static func run(_ ctx: ToolContext) throws -> ExitStatus {
-        try AllTools.notImplemented(ctx)
+        let horizon = try ctx.args.timeSpan("older-than", default: Store.tombstoneHorizon)
+        let grace = try ctx.args.timeSpan("photo-grace", default: Store.photoGracePeriod)
+        let verbose = ctx.args.flag("verbose")
+        if let extra = ctx.args.positionals.first { throw ToolError.usage("unexpected argument '\(extra)'") }
+        let store = try ctx.store(create: false)
+        let report = try store.collectGarbage(now: ctx.now, horizon: horizon, photoGrace: grace,
+                                              dryRun: ctx.args.flag("dry-run"),
+                                              log: verbose ? { ctx.warn($0) } : nil)
+        try ctx.out.writeLine(report.json)
+        return .success
     }
 }

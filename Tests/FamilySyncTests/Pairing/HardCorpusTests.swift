@@ -1,5 +1,6 @@
 import Testing
 @testable import FamilySync
+@testable import FamilySyncImaging
 
 /// A seeded corpus of hard photos of pairing codes, made by the test itself:
 /// every one must read back to exactly its text, and the ladder must be what

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import FamilySync
+@testable import FamilySyncImaging
 
 /// Every supported encoding of one black-and-white QR raster must decode to
 /// the same pixels (and so to the same code); damaged and hostile files must

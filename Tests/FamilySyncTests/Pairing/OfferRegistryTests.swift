@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import FamilySync
+@testable import FamilySyncImaging
 
 /// The owner's nonce registry: fresh nonces, each redeemed at most once,
 /// closed and expired offers refused, members make none.

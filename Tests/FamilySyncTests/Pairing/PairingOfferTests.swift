@@ -1,5 +1,6 @@
 import Testing
 @testable import FamilySync
+@testable import FamilySyncImaging
 
 @Suite struct PairingOfferTests {
     static let now = Timestamp(rfc3339: "2026-11-30T10:00:00Z")!

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import FamilySync
+@testable import FamilySyncImaging
 
 /// `--raw` text must be exactly what the code holds: no charset guessing.
 @Suite struct QRPayloadTests {

@@ -1,5 +1,6 @@
 import Foundation
 @testable import FamilySync
+@testable import FamilySyncImaging
 
 /// A seeded generator (SplitMix64): the same seed gives the same corpus on
 /// every machine.

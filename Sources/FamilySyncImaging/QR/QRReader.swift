@@ -1,3 +1,4 @@
+import FamilySync
 import Foundation
 
 /// Finds QR codes in a photo: zbar, run on a ladder of preprocessed versions

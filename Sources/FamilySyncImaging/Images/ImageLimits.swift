@@ -1,3 +1,4 @@
+import FamilySync
 /// The limits every image reader enforces, so hostile input (a decompression
 /// bomb, an endless stream, a file of a million progressive scans) costs
 /// bounded memory and time. One home for all of them.

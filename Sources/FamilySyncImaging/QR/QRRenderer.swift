@@ -1,3 +1,4 @@
+import FamilySync
 /// Draws a QR code with its quiet zone: as pixels (for PNG), SVG, Unicode
 /// half blocks for a terminal, or plain text.
 public struct QRRenderer: Sendable {

@@ -1,3 +1,4 @@
+import FamilySync
 import Glibc
 
 /// Reads an image file (or standard input) of any supported format,

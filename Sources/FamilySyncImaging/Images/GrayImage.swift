@@ -1,3 +1,4 @@
+import FamilySync
 /// An 8-bit grayscale image, row-major, one byte per pixel (0 black, 255
 /// white): the one form every reader produces and the scanner consumes.
 public struct GrayImage: Sendable, Equatable {

@@ -1,3 +1,4 @@
+import FamilySync
 /// The image operations the scanning ladder is built from. Each returns a
 /// new image and costs O(pixels), whatever the window size (integral images).
 extension GrayImage {

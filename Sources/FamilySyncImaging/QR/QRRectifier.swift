@@ -1,3 +1,4 @@
+import FamilySync
 /// Finds a QR code's three finder patterns itself and redraws the code
 /// square and upright, for the photos zbar's own locator gives up on: strong
 /// perspective, and modules too small for it. The three finder centres and

@@ -1,3 +1,4 @@
+import FamilySync
 import CPNG
 
 /// PNG through libpng's simplified API, which converts every colour type and

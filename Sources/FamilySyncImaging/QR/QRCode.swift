@@ -1,3 +1,4 @@
+import FamilySync
 import CQREncode
 import Glibc
 
@@ -5,17 +6,7 @@ import Glibc
 /// zone. Made with libqrencode.
 public struct QRCode: Sendable, Equatable {
     /// Error correction: the share of the code that may be damaged and still read.
-    public enum Level: String, Sendable, CaseIterable {
-        case L, M, Q, H
-        var c: QRecLevel {
-            switch self {
-            case .L: return QR_ECLEVEL_L
-            case .M: return QR_ECLEVEL_M
-            case .Q: return QR_ECLEVEL_Q
-            case .H: return QR_ECLEVEL_H
-            }
-        }
-    }
+    public typealias Level = QRErrorCorrection
 
     /// A piece of a code's data in one of QR's modes.
     public enum Segment: Sendable, Equatable {
@@ -83,5 +74,16 @@ public struct QRCode: Sendable, Equatable {
 
     private static func append(_ input: OpaquePointer, _ mode: QRencodeMode, _ bytes: [UInt8]) -> Int32 {
         bytes.withUnsafeBufferPointer { QRinput_append(input, mode, Int32($0.count), $0.baseAddress) }
+    }
+}
+
+extension QRErrorCorrection {
+    var c: QRecLevel {
+        switch self {
+        case .L: return QR_ECLEVEL_L
+        case .M: return QR_ECLEVEL_M
+        case .Q: return QR_ECLEVEL_Q
+        case .H: return QR_ECLEVEL_H
+        }
     }
 }

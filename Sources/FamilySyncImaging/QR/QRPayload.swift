@@ -1,3 +1,4 @@
+import FamilySync
 import Glibc
 
 /// Turns the bytes zbar read from a code into the text `pair-scan --raw`

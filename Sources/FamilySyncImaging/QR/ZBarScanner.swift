@@ -1,3 +1,4 @@
+import FamilySync
 import CZBar
 
 /// One zbar image scanner, set up for QR codes only and in binary mode: zbar

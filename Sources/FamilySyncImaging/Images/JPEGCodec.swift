@@ -1,3 +1,4 @@
+import FamilySync
 import CJPEG
 import Glibc
 

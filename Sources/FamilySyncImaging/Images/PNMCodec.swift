@@ -1,3 +1,4 @@
+import FamilySync
 /// Netpbm gray and colour maps: P2 and P3 (plain text), P5 and P6 (binary),
 /// maxval up to 65535 (two bytes, big-endian, when over 255).
 public enum PNMCodec {

@@ -1,0 +1,574 @@
+import Foundation
+
+/// A specialized, allocation-free reader for one NDJSON record line: it
+/// validates the whole line as strict JSON (UTF-8, escapes, numbers, nesting)
+/// and, in the same pass, finds the fields the LWW rule needs as byte ranges
+/// into the line. Nothing is copied, so the original bytes can be written out
+/// verbatim. The general `JSONParser` builds a tree and is far too slow for
+/// millions of records per second.
+///
+/// Rules beyond RFC 8259: the line must be one object; its top-level keys must
+/// be unique (a record with two `id`s is ambiguous); values inside `data` and
+/// unknown fields are validated but passed through untouched.
+public struct RecordScan {
+    /// A string value's content between its quotes (absolute offsets).
+    public struct StringSpan: Sendable {
+        public var start: Int = -1
+        public var end: Int = -1
+        /// The content holds backslash escapes: decode it before comparing.
+        public var escaped = false
+        public var isPresent: Bool { start >= 0 }
+        public var count: Int { end - start }
+    }
+
+    /// The object's bytes with surrounding whitespace trimmed (absolute offsets).
+    public var start = 0
+    public var end = 0
+    public var id = StringSpan()
+    public var type = StringSpan()
+    public var modifiedAt = StringSpan()
+    public var deviceID = StringSpan()
+    /// -1 when absent, else 0 or 1.
+    public var deleted: Int8 = -1
+    /// The `photos` array value (brackets included), or -1 when absent or null.
+    public var photosStart = -1
+    public var photosEnd = -1
+    public var photoCount = 0
+    /// `modifiedAt` parsed, in milliseconds since the epoch (when present).
+    public var time: Int64 = 0
+    /// The object has at least one member (so an appended member needs a comma).
+    public var hasMembers = false
+
+    public init() {}
+
+    /// `modifiedAt` is already written as `YYYY-MM-DDTHH:MM:SS.sssZ`, so the
+    /// line can be kept byte for byte.
+    public func isTimeCanonical(_ base: UnsafePointer<UInt8>) -> Bool {
+        guard modifiedAt.isPresent, !modifiedAt.escaped, modifiedAt.count == 24 else { return false }
+        let b = base + modifiedAt.start
+        return b[10] == UInt8(ascii: "T") && b[19] == UInt8(ascii: ".") && b[23] == UInt8(ascii: "Z")
+            && !(b[17] == UInt8(ascii: "6") && b[18] == UInt8(ascii: "0"))
+    }
+}
+
+/// How strict the scanner is about the version fields.
+public enum RecordScanMode: Sendable {
+    /// A record as exchanged between devices: every field of the contract present.
+    case exchanged
+    /// A local edit (`--stamp`): `modifiedAt`, `deviceId` and `deleted` may be
+    /// absent, since the store stamps them.
+    case localEdit
+}
+
+public enum RecordScanner {
+    /// Nesting deeper than this is refused, so hostile input cannot exhaust the stack.
+    public static let maxDepth = 64
+
+    /// Scans the line `base[start..<end]` (no newline). Offsets in the result
+    /// are absolute, relative to `base`.
+    public static func scan(_ base: UnsafePointer<UInt8>, start: Int, end: Int,
+                            mode: RecordScanMode = .exchanged) throws(RecordError) -> RecordScan {
+        var w = ScanWorkspace()
+        return try scan(base, start: start, end: end, mode: mode, workspace: &w)
+    }
+
+    /// The same, reusing `workspace` between lines so a scan allocates nothing.
+    public static func scan(_ base: UnsafePointer<UInt8>, start: Int, end: Int,
+                            mode: RecordScanMode, workspace w: inout ScanWorkspace) throws(RecordError) -> RecordScan {
+        var s = Scanner(p: base, pos: start, end: end)
+        var r = RecordScan()
+        s.skipSpace()
+        guard s.pos < s.end else { throw RecordError(field: nil, "empty line") }
+        guard s.p[s.pos] == UInt8(ascii: "{") else {
+            // Tell "valid JSON but not an object" from "not JSON".
+            do throws(JSONSyntax) { try s.skipValue(depth: 0); s.skipSpace() } catch {
+                throw RecordError(field: nil, "not JSON: \(error.message) at byte \(error.offset - start + 1)")
+            }
+            if s.pos == s.end { throw RecordError(field: nil, "not a JSON object") }
+            throw RecordError(field: nil, "not JSON: unexpected data after the value at byte \(s.pos - start + 1)")
+        }
+        r.start = s.pos
+        var seen: UInt8 = 0
+        w.otherKeys.removeAll(keepingCapacity: true)
+        // The member being read, named only when an error needs it.
+        var current: RecordScan.StringSpan? = nil
+        do throws(JSONSyntax) {
+            s.pos += 1
+            s.skipSpace()
+            if s.pos < s.end, s.p[s.pos] == UInt8(ascii: "}") {
+                s.pos += 1
+            } else {
+                while true {
+                    s.skipSpace()
+                    guard s.pos < s.end else { throw s.fail("unexpected end of line") }
+                    guard s.p[s.pos] == UInt8(ascii: "\"") else { throw s.fail("expected a string key") }
+                    let key = try s.string()
+                    s.skipSpace()
+                    guard s.pos < s.end, s.p[s.pos] == UInt8(ascii: ":") else { throw s.fail("expected ':'") }
+                    s.pos += 1
+                    s.skipSpace()
+                    current = key
+                    let which = key.escaped ? Known.match(decoded: decode(base, key)) : Known.match(base, key)
+                    if which != .other {
+                        let bit = UInt8(1) << which.rawValue
+                        if seen & bit != 0 { throw RecordErrorBox(RecordError(field: which.name, "appears twice")) }
+                        seen |= bit
+                    } else {
+                        for k in w.otherKeys where sameKey(base, k, key) {
+                            throw RecordErrorBox(RecordError(field: keyName(base, key), "appears twice"))
+                        }
+                        w.otherKeys.append(key)
+                    }
+                    try scanMember(which, &s, &r)
+                    current = nil
+                    r.hasMembers = true
+                    s.skipSpace()
+                    guard s.pos < s.end else { throw s.fail("unexpected end of line") }
+                    if s.p[s.pos] == UInt8(ascii: ",") { s.pos += 1; continue }
+                    if s.p[s.pos] == UInt8(ascii: "}") { s.pos += 1; break }
+                    throw s.fail("expected ',' or '}'")
+                }
+            }
+            r.end = s.pos
+            s.skipSpace()
+            if s.pos != s.end { throw s.fail("unexpected data after the object") }
+        } catch {
+            if let boxed = error.boxed { throw boxed }
+            let at = "at byte \(error.offset - start + 1)"
+            if let current { throw RecordError(field: keyName(base, current), "\(error.message) \(at)") }
+            throw RecordError(field: nil, "not JSON: \(error.message) \(at)")
+        }
+        try check(&r, base: base, seen: seen, mode: mode)
+        return r
+    }
+
+    /// Reusable scratch space for `scan`.
+    public struct ScanWorkspace {
+        var otherKeys: [RecordScan.StringSpan] = []
+        public init() {}
+    }
+
+    static func keyName(_ base: UnsafePointer<UInt8>, _ k: RecordScan.StringSpan) -> String {
+        let bytes = k.escaped ? decode(base, k) : Array(UnsafeBufferPointer(start: base + k.start, count: k.count))
+        return String(decoding: bytes.prefix(100), as: UTF8.self)
+    }
+
+    static func sameKey(_ base: UnsafePointer<UInt8>, _ a: RecordScan.StringSpan, _ b: RecordScan.StringSpan) -> Bool {
+        if !a.escaped && !b.escaped {
+            return a.count == b.count && memcmp(base + a.start, base + b.start, a.count) == 0
+        }
+        return decode(base, a) == decode(base, b)
+    }
+
+    /// The field-level rules of the record contract, after the syntax is known good.
+    private static func check(_ r: inout RecordScan, base: UnsafePointer<UInt8>, seen: UInt8, mode: RecordScanMode) throws(RecordError) {
+        func present(_ k: Known) -> Bool { seen & (UInt8(1) << k.rawValue) != 0 }
+        func requireString(_ k: Known, _ span: RecordScan.StringSpan) throws(RecordError) {
+            guard present(k) else { throw RecordError(field: k.name, "missing") }
+            guard span.isPresent else { throw RecordError(field: k.name, "not a string") }
+            guard span.count > 0 else { throw RecordError(field: k.name, "empty") }
+        }
+        try requireString(.id, r.id)
+        try requireString(.type, r.type)
+        let optionalVersion = mode == .localEdit
+        if !optionalVersion || present(.modifiedAt) {
+            try requireString(.modifiedAt, r.modifiedAt)
+            let parsed: Timestamp?
+            if r.modifiedAt.escaped {
+                let bytes = decode(base, r.modifiedAt)
+                parsed = bytes.withUnsafeBytes { Timestamp.parse($0) }
+            } else {
+                parsed = Timestamp.parse(UnsafeRawBufferPointer(start: base + r.modifiedAt.start, count: r.modifiedAt.count))
+            }
+            guard let t = parsed else {
+                let shown = String(decoding: UnsafeBufferPointer(start: base + r.modifiedAt.start, count: min(r.modifiedAt.count, 40)), as: UTF8.self)
+                throw RecordError(field: "modifiedAt", "not an RFC 3339 time: \"\(shown)\"")
+            }
+            r.time = t.milliseconds
+        }
+        if !optionalVersion || present(.deviceID) { try requireString(.deviceID, r.deviceID) }
+        if !optionalVersion || present(.deleted) {
+            guard present(.deleted) else { throw RecordError(field: "deleted", "missing") }
+            guard r.deleted >= 0 else { throw RecordError(field: "deleted", "not true or false") }
+        }
+    }
+
+    private static func scanMember(_ which: Known, _ s: inout Scanner, _ r: inout RecordScan) throws(JSONSyntax) {
+        let c = s.pos < s.end ? s.p[s.pos] : 0
+        switch which {
+        case .id, .type, .modifiedAt, .deviceID:
+            if c == UInt8(ascii: "\"") {
+                let span = try s.string()
+                switch which {
+                case .id: r.id = span
+                case .type: r.type = span
+                case .modifiedAt: r.modifiedAt = span
+                default: r.deviceID = span
+                }
+            } else {
+                try s.skipValue(depth: 1)  // reported as "not a string" once the syntax is known good
+            }
+        case .deleted:
+            if c == UInt8(ascii: "t"), s.literal("true") { r.deleted = 1 }
+            else if c == UInt8(ascii: "f"), s.literal("false") { r.deleted = 0 }
+            else {
+                try s.skipValue(depth: 1)
+                throw RecordErrorBox(RecordError(field: "deleted", "not true or false"))
+            }
+        case .data:
+            if c == UInt8(ascii: "n"), s.literal("null") { return }
+            guard c == UInt8(ascii: "{") else {
+                try s.skipValue(depth: 1)
+                throw RecordErrorBox(RecordError(field: "data", "not an object"))
+            }
+            try s.skipValue(depth: 1)
+        case .photos:
+            if c == UInt8(ascii: "n"), s.literal("null") { return }
+            guard c == UInt8(ascii: "[") else {
+                try s.skipValue(depth: 1)
+                throw RecordErrorBox(RecordError(field: "photos", "not an array"))
+            }
+            r.photosStart = s.pos
+            s.pos += 1
+            s.skipSpace()
+            var i = 0
+            if s.pos < s.end, s.p[s.pos] == UInt8(ascii: "]") { s.pos += 1 } else {
+                while true {
+                    s.skipSpace()
+                    var ok = false
+                    if s.pos < s.end, s.p[s.pos] == UInt8(ascii: "\"") {
+                        let span = try s.string()
+                        ok = !span.escaped && span.count == 64 && isLowerHex(s.p + span.start, 64)
+                    } else {
+                        try s.skipValue(depth: 2)
+                    }
+                    if !ok {
+                        throw RecordErrorBox(RecordError(field: "photos[\(i)]", "not a lowercase SHA-256 hex string"))
+                    }
+                    i += 1
+                    s.skipSpace()
+                    guard s.pos < s.end else { throw s.fail("unexpected end of line") }
+                    if s.p[s.pos] == UInt8(ascii: ",") { s.pos += 1; continue }
+                    if s.p[s.pos] == UInt8(ascii: "]") { s.pos += 1; break }
+                    throw s.fail("expected ',' or ']'")
+                }
+            }
+            r.photosEnd = s.pos
+            r.photoCount = i
+        case .other:
+            try s.skipValue(depth: 1)
+        }
+    }
+
+    /// Calls `body` with each photo hash (64 bytes) of a scanned record.
+    @inline(__always)
+    public static func forEachPhoto(_ base: UnsafePointer<UInt8>, _ r: RecordScan, _ body: (UnsafePointer<UInt8>) throws -> Void) rethrows {
+        guard r.photosStart >= 0 else { return }
+        var i = r.photosStart + 1
+        while i < r.photosEnd {
+            if base[i] == UInt8(ascii: "\"") {
+                try body(base + i + 1)
+                i += 66
+            } else {
+                i += 1
+            }
+        }
+    }
+
+    static func isLowerHex(_ p: UnsafePointer<UInt8>, _ n: Int) -> Bool {
+        for k in 0..<n {
+            let c = p[k]
+            if !((c >= 0x30 && c <= 0x39) || (c >= 0x61 && c <= 0x66)) { return false }
+        }
+        return true
+    }
+
+    /// The decoded UTF-8 bytes of a string span (escapes resolved). The span
+    /// was validated by the scan, so decoding cannot fail.
+    public static func decode(_ base: UnsafePointer<UInt8>, _ span: RecordScan.StringSpan) -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(span.count)
+        var i = span.start
+        func hex4(_ at: Int) -> UInt32 {
+            var v: UInt32 = 0
+            for k in 0..<4 {
+                let c = base[at + k]
+                v = v << 4 | UInt32(c <= 0x39 ? c - 0x30 : (c | 0x20) - 0x61 + 10)
+            }
+            return v
+        }
+        while i < span.end {
+            let c = base[i]
+            if c != UInt8(ascii: "\\") { out.append(c); i += 1; continue }
+            let e = base[i + 1]
+            i += 2
+            switch e {
+            case UInt8(ascii: "b"): out.append(0x08)
+            case UInt8(ascii: "f"): out.append(0x0C)
+            case UInt8(ascii: "n"): out.append(0x0A)
+            case UInt8(ascii: "r"): out.append(0x0D)
+            case UInt8(ascii: "t"): out.append(0x09)
+            case UInt8(ascii: "u"):
+                var code = hex4(i)
+                i += 4
+                if (0xD800..<0xDC00).contains(code) {
+                    let low = hex4(i + 2)
+                    i += 6
+                    code = 0x10000 + ((code - 0xD800) << 10) + (low - 0xDC00)
+                }
+                appendUTF8(code, to: &out)
+            default: out.append(e)  // " \ /
+            }
+        }
+        return out
+    }
+
+    static func appendUTF8(_ code: UInt32, to out: inout [UInt8]) {
+        switch code {
+        case 0..<0x80: out.append(UInt8(code))
+        case 0x80..<0x800:
+            out.append(UInt8(0xC0 | code >> 6)); out.append(UInt8(0x80 | code & 0x3F))
+        case 0x800..<0x10000:
+            out.append(UInt8(0xE0 | code >> 12)); out.append(UInt8(0x80 | code >> 6 & 0x3F)); out.append(UInt8(0x80 | code & 0x3F))
+        default:
+            out.append(UInt8(0xF0 | code >> 18)); out.append(UInt8(0x80 | code >> 12 & 0x3F))
+            out.append(UInt8(0x80 | code >> 6 & 0x3F)); out.append(UInt8(0x80 | code & 0x3F))
+        }
+    }
+
+    /// The top-level keys the contract names.
+    enum Known: UInt8 {
+        case id = 0, type, modifiedAt, deviceID, deleted, data, photos, other
+
+        var name: String {
+            switch self {
+            case .id: return "id"
+            case .type: return "type"
+            case .modifiedAt: return "modifiedAt"
+            case .deviceID: return "deviceId"
+            case .deleted: return "deleted"
+            case .data: return "data"
+            case .photos: return "photos"
+            case .other: return ""
+            }
+        }
+
+        @inline(__always)
+        static func match(_ base: UnsafePointer<UInt8>, _ k: RecordScan.StringSpan) -> Known {
+            let p = base + k.start
+            @inline(__always) func eq(_ s: StaticString) -> Bool {
+                s.utf8CodeUnitCount == k.count && memcmp(p, s.utf8Start, k.count) == 0
+            }
+            switch k.count {
+            case 2: return eq("id") ? .id : .other
+            case 4: return eq("type") ? .type : eq("data") ? .data : .other
+            case 6: return eq("photos") ? .photos : .other
+            case 7: return eq("deleted") ? .deleted : .other
+            case 8: return eq("deviceId") ? .deviceID : .other
+            case 10: return eq("modifiedAt") ? .modifiedAt : .other
+            default: return .other
+            }
+        }
+
+        static func match(decoded: [UInt8]) -> Known {
+            decoded.withUnsafeBufferPointer { b in
+                match(b.baseAddress ?? UnsafePointer(bitPattern: 1)!, RecordScan.StringSpan(start: 0, end: b.count, escaped: false))
+            }
+        }
+    }
+}
+
+/// A syntax error inside the scanner, or a field error carried through it.
+struct JSONSyntax: Error {
+    var offset: Int
+    var message: String
+    var boxed: RecordError?
+}
+
+@inline(__always)
+func RecordErrorBox(_ e: RecordError) -> JSONSyntax { JSONSyntax(offset: 0, message: "", boxed: e) }
+
+/// The byte-level JSON validator behind RecordScanner.
+struct Scanner {
+    let p: UnsafePointer<UInt8>
+    var pos: Int
+    let end: Int
+
+    @inline(__always)
+    func fail(_ m: String) -> JSONSyntax { JSONSyntax(offset: pos, message: m) }
+
+    @inline(__always)
+    mutating func skipSpace() {
+        while pos < end {
+            let c = p[pos]
+            if c == 0x20 || c == 0x09 || c == 0x0A || c == 0x0D { pos += 1 } else { return }
+        }
+    }
+
+    @inline(__always)
+    mutating func literal(_ w: StaticString) -> Bool {
+        let n = w.utf8CodeUnitCount
+        guard pos + n <= end, memcmp(p + pos, w.utf8Start, n) == 0 else { return false }
+        pos += n
+        return true
+    }
+
+    /// Validates any JSON value starting at `pos`.
+    mutating func skipValue(depth: Int) throws(JSONSyntax) {
+        guard depth < RecordScanner.maxDepth else { throw fail("nesting deeper than \(RecordScanner.maxDepth)") }
+        guard pos < end else { throw fail("unexpected end of line") }
+        switch p[pos] {
+        case UInt8(ascii: "\""):
+            _ = try string()
+        case UInt8(ascii: "{"):
+            pos += 1
+            skipSpace()
+            if pos < end, p[pos] == UInt8(ascii: "}") { pos += 1; return }
+            while true {
+                skipSpace()
+                guard pos < end else { throw fail("unexpected end of line") }
+                guard p[pos] == UInt8(ascii: "\"") else { throw fail("expected a string key") }
+                _ = try string()
+                skipSpace()
+                guard pos < end, p[pos] == UInt8(ascii: ":") else { throw fail("expected ':'") }
+                pos += 1
+                skipSpace()
+                try skipValue(depth: depth + 1)
+                skipSpace()
+                guard pos < end else { throw fail("unexpected end of line") }
+                if p[pos] == UInt8(ascii: ",") { pos += 1; continue }
+                if p[pos] == UInt8(ascii: "}") { pos += 1; return }
+                throw fail("expected ',' or '}'")
+            }
+        case UInt8(ascii: "["):
+            pos += 1
+            skipSpace()
+            if pos < end, p[pos] == UInt8(ascii: "]") { pos += 1; return }
+            while true {
+                skipSpace()
+                try skipValue(depth: depth + 1)
+                skipSpace()
+                guard pos < end else { throw fail("unexpected end of line") }
+                if p[pos] == UInt8(ascii: ",") { pos += 1; continue }
+                if p[pos] == UInt8(ascii: "]") { pos += 1; return }
+                throw fail("expected ',' or ']'")
+            }
+        case UInt8(ascii: "t"): if !literal("true") { throw fail("invalid literal") }
+        case UInt8(ascii: "f"): if !literal("false") { throw fail("invalid literal") }
+        case UInt8(ascii: "n"): if !literal("null") { throw fail("invalid literal") }
+        default: try number()
+        }
+    }
+
+    mutating func number() throws(JSONSyntax) {
+        @inline(__always) func digits() -> Int {
+            let s = pos
+            while pos < end, p[pos] &- 0x30 < 10 { pos += 1 }
+            return pos - s
+        }
+        if pos < end, p[pos] == UInt8(ascii: "-") { pos += 1 }
+        guard pos < end else { throw fail("invalid number") }
+        if p[pos] == UInt8(ascii: "0") { pos += 1 } else if digits() == 0 { throw fail("invalid value") }
+        if pos < end, p[pos] == UInt8(ascii: ".") { pos += 1; if digits() == 0 { throw fail("invalid number") } }
+        if pos < end, p[pos] | 0x20 == UInt8(ascii: "e") {
+            pos += 1
+            if pos < end, p[pos] == UInt8(ascii: "+") || p[pos] == UInt8(ascii: "-") { pos += 1 }
+            if digits() == 0 { throw fail("invalid number") }
+        }
+    }
+
+    /// Validates a string at `pos` (on its opening quote); returns its content span.
+    @inline(__always)
+    mutating func string() throws(JSONSyntax) -> RecordScan.StringSpan {
+        pos += 1
+        let start = pos
+        var escaped = false
+        let ones: UInt64 = 0x0101_0101_0101_0101
+        let highs: UInt64 = 0x8080_8080_8080_8080
+        while true {
+            // Eight bytes at a time while none is special: '"', '\', a control byte or non-ASCII.
+            while pos + 8 <= end {
+                let x = UnsafeRawPointer(p + pos).loadUnaligned(as: UInt64.self)
+                let q = x ^ (ones &* 0x22)
+                let b = x ^ (ones &* 0x5C)
+                let special = ((q &- ones) & ~q) | ((b &- ones) & ~b) | ((x &- ones &* 0x20) & ~x) | x
+                let m = special & highs
+                if m != 0 { pos += m.trailingZeroBitCount >> 3; break }
+                pos += 8
+            }
+            guard pos < end else { throw fail("unterminated string") }
+            let c = p[pos]
+            if c == UInt8(ascii: "\"") {
+                let span = RecordScan.StringSpan(start: start, end: pos, escaped: escaped)
+                pos += 1
+                return span
+            }
+            if c == UInt8(ascii: "\\") {
+                escaped = true
+                try escape()
+                continue
+            }
+            if c < 0x20 { throw fail("control character in string") }
+            if c < 0x80 { pos += 1; continue }
+            try utf8Sequence(c)
+        }
+    }
+
+    mutating func escape() throws(JSONSyntax) {
+        guard pos + 1 < end else { throw fail("unterminated string") }
+        switch p[pos + 1] {
+        case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"), UInt8(ascii: "b"), UInt8(ascii: "f"),
+             UInt8(ascii: "n"), UInt8(ascii: "r"), UInt8(ascii: "t"):
+            pos += 2
+        case UInt8(ascii: "u"):
+            pos += 2
+            let code = try hex4()
+            if code >= 0xD800 && code < 0xDC00 {
+                guard pos + 6 <= end, p[pos] == UInt8(ascii: "\\"), p[pos + 1] == UInt8(ascii: "u") else { throw fail("unpaired surrogate") }
+                pos += 2
+                let low = try hex4()
+                guard low >= 0xDC00 && low < 0xE000 else { throw fail("unpaired surrogate") }
+            } else if code >= 0xDC00 && code < 0xE000 {
+                throw fail("unpaired surrogate")
+            }
+        default:
+            throw fail("invalid escape")
+        }
+    }
+
+    mutating func hex4() throws(JSONSyntax) -> UInt32 {
+        guard pos + 4 <= end else { throw fail("truncated \\u escape") }
+        var v: UInt32 = 0
+        for _ in 0..<4 {
+            guard let d = Hex.digitValue(p[pos]) else { throw fail("invalid \\u escape") }
+            v = v << 4 | UInt32(d)
+            pos += 1
+        }
+        return v
+    }
+
+    /// One multi-byte UTF-8 sequence (RFC 3629: no overlongs, no surrogates, nothing past U+10FFFF).
+    @inline(__always)
+    mutating func utf8Sequence(_ c: UInt8) throws(JSONSyntax) {
+        @inline(__always) func cont(_ i: Int, _ lo: UInt8 = 0x80, _ hi: UInt8 = 0xBF) -> Bool {
+            i < end && p[i] >= lo && p[i] <= hi
+        }
+        switch c {
+        case 0xC2...0xDF:
+            guard cont(pos + 1) else { break }
+            pos += 2; return
+        case 0xE0...0xEF:
+            let lo: UInt8 = c == 0xE0 ? 0xA0 : 0x80
+            let hi: UInt8 = c == 0xED ? 0x9F : 0xBF
+            guard cont(pos + 1, lo, hi), cont(pos + 2) else { break }
+            pos += 3; return
+        case 0xF0...0xF4:
+            let lo: UInt8 = c == 0xF0 ? 0x90 : 0x80
+            let hi: UInt8 = c == 0xF4 ? 0x8F : 0xBF
+            guard cont(pos + 1, lo, hi), cont(pos + 2), cont(pos + 3) else { break }
+            pos += 4; return
+        default: break
+        }
+        throw fail("invalid UTF-8 in string")
+    }
+}

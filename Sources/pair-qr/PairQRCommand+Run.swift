@@ -1,0 +1,129 @@
+import Foundation
+import FamilySync
+import FamilySyncCLI
+import FamilySyncImaging
+
+/// What pair-qr does; its declaration lives with the other tools' in FamilySyncCLI.
+extension PairQRCommand {
+    public static func run(_ ctx: ToolContext) throws -> ExitStatus {
+        let a = ctx.args
+        let drawing = ["ttl", "addr", "output", "format", "size", "margin", "level"].filter { a.isSet($0) }
+        if a.flag("list") || a.isSet("close") {
+            if a.flag("list") && a.isSet("close") { throw ToolError.usage("--list and --close cannot be combined") }
+            if let first = drawing.first { throw ToolError.usage("--\(first) makes no sense with --\(a.flag("list") ? "list" : "close")") }
+        }
+        if a.flag("list") {
+            for offer in try ctx.store().openOffers(now: ctx.now) { try ctx.out.writeLine(offer.json) }
+            return .success
+        }
+        if let target = a.value("close") { return try closeOffers(target, ctx) }
+
+        let ttl = try a.timeSpan("ttl", default: PairingOffer.defaultTTL)
+        guard ttl <= PairingOffer.maxTTL else { throw ToolError.usage("--ttl: \(ttl) is longer than the \(PairingOffer.maxTTL) an offer may stay open") }
+        let address = a.value("addr")
+        if let address {
+            try PairingOffer.validateAddress(address)
+            // The longest offer text this address can make, checked before the store is touched.
+            let longest = PairingOffer(family: "00000000-0000-0000-0000-000000000000", nonce: String(repeating: "A", count: PairingOffer.nonceLength),
+                                       expiresAt: Timestamp(milliseconds: 9_999_999_999_000), address: address)
+            guard longest.text.utf8.count <= PairingOffer.maxTextLength else {
+                throw ToolError.usage("--addr: '\(address)' makes the offer longer than \(PairingOffer.maxTextLength) characters")
+            }
+        }
+        let size = try a.int("size", default: QRRenderer.defaultModuleSize, range: QRRenderer.moduleSizeRange)
+        let margin = try a.int("margin", default: QRRenderer.defaultMargin, range: QRRenderer.marginRange)
+        let level = QRCode.Level(rawValue: try a.choice("level", default: "M")) ?? .M
+        let output = a.value("output")
+        let format = try chooseFormat(a.value("format"), output: output)
+
+        let store = try ctx.store()
+        let offer = try store.makeOffer(ttl: ttl, address: address, now: ctx.now)
+        do {
+            let code = try QRCode.encode(alphanumeric: offer.text, level: level)
+            let r = QRRenderer(code: code, margin: margin, moduleSize: size)
+            if let output {
+                let bytes: [UInt8]
+                switch format {
+                case "svg": bytes = Array(r.svg().utf8)
+                case "text": bytes = Array(r.text().utf8)
+                default: bytes = try r.png()
+                }
+                try writeAtomically(bytes, to: output)
+            } else {
+                let drawn = format == "text" ? r.text() : r.terminal()
+                FileHandle.standardError.write(Data(drawn.utf8))
+            }
+        } catch {
+            // An offer nobody can see is closed at once rather than left open.
+            _ = try? store.closeOffers(nonce: offer.nonce, now: ctx.now)
+            throw error
+        }
+        try ctx.out.writeLine(offer.json)
+        return .success
+    }
+
+    static func chooseFormat(_ given: String?, output: String?) throws -> String {
+        if let given {
+            if output == nil, given == "png" || given == "svg" {
+                throw ToolError.usage("--format \(given) needs -o FILE (standard output carries the offer JSON)")
+            }
+            if output != nil, given == "terminal" { throw ToolError.usage("--format terminal draws on standard error; it takes no -o FILE") }
+            return given
+        }
+        guard let output else { return "terminal" }
+        if output == "-" { throw ToolError.usage("-o -: standard output carries the offer JSON; name a file") }
+        switch (output as NSString).pathExtension.lowercased() {
+        case "svg": return "svg"
+        case "txt", "text": return "text"
+        default: return "png"
+        }
+    }
+
+    static func closeOffers(_ target: String, _ ctx: ToolContext) throws -> ExitStatus {
+        let all = target == "all"
+        if !all {
+            guard target.utf8.count == PairingOffer.nonceLength, target.utf8.allSatisfy(Base32.isAlphabet) else {
+                throw ToolError.usage("--close: '\(target)' is neither 'all' nor a nonce (\(PairingOffer.nonceLength) base32 characters)")
+            }
+        }
+        let n = try ctx.store().closeOffers(nonce: all ? nil : target, now: ctx.now)
+        try ctx.out.writeLine(.object([("closed", .int(n))]))
+        if !all && n == 0 {
+            ctx.warn("no open offer has nonce \(target) (it may have expired, been used or been closed)")
+            return .negative
+        }
+        return .success
+    }
+
+    /// Writes to a temporary file beside `path`, syncs it, and renames it over
+    /// `path`: a reader never sees half a code.
+    static func writeAtomically(_ bytes: [UInt8], to path: String) throws {
+        let dir = (path as NSString).deletingLastPathComponent
+        var template = Array(((dir.isEmpty ? "." : dir) + "/.pair-qr.XXXXXX").utf8CString)
+        let fd = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
+        guard fd >= 0 else { throw ToolError(.ioError, "\(path): cannot create a file there: \(String(cString: strerror(errno)))") }
+        let tmp = String(decoding: template.prefix(while: { $0 != 0 }).map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        var ok = false
+        defer { if !ok { unlink(tmp) } }
+        fchmod(fd, 0o644)
+        var off = 0
+        while off < bytes.count {
+            let n = bytes.withUnsafeBytes { Foundation.write(fd, $0.baseAddress! + off, bytes.count - off) }
+            if n < 0 {
+                if errno == EINTR { continue }
+                let e = errno
+                close(fd)
+                throw ToolError(.ioError, "\(path): write error: \(String(cString: strerror(e)))")
+            }
+            off += n
+        }
+        guard fsync(fd) == 0 else {
+            let e = errno
+            close(fd)
+            throw ToolError(.ioError, "\(path): sync failed: \(String(cString: strerror(e)))")
+        }
+        close(fd)
+        guard rename(tmp, path) == 0 else { throw ToolError(.ioError, "\(path): cannot replace: \(String(cString: strerror(errno)))") }
+        ok = true
+    }
+}
