@@ -13,7 +13,7 @@
 #    memory), against the same with 1,000 photos: the ratio shows memory does
 #    not grow with the library. Target: under 100 MB.
 #
-# Environment: BENCH_PYTHON (venv python), PEER_SYNC_BENCH_PHOTOS (default
+# Environment: BENCH_PYTHON (venv python, writes the photo files and records), PEER_SYNC_BENCH_PHOTOS (default
 # 1000), PEER_SYNC_BENCH_RECORDS (default 100000), PEER_SYNC_BENCH_TRIALS
 # (default 2; the best of each is kept).
 set -euo pipefail
@@ -55,11 +55,18 @@ serve() {
     exit 1
 }
 
-# A member joined to a fresh owner store; prints nothing, leaves $work/$1-owner.db and $work/$1-member.db.
+# An owner's store with a family and a library made with the tools
+# (pair-qr, merge-records --add-photo and --stamp); leaves $work/$1-owner.db,
+# $work/$1-offer.json and the library's files in $work/$1-lib.
 household() {
     local name=$1 n_records=$2 n_photos=$3 photo_bytes=$4
     "$bin/pair-qr" --db "$work/$name-owner.db" --ttl 1h --format text -o "$work/$name-offer.txt" > "$work/$name-offer.json"
-    fixture fill "$work/$name-owner.db" "$n_records" "$n_photos" "$photo_bytes"
+    fixture library "$work/$name-lib" "$n_records" "$n_photos" "$photo_bytes"
+    split -l 1000 "$work/$name-lib/photo-list" "$work/$name-lib/batch."
+    for b in "$work/$name-lib"/batch.*; do
+        sed 's/^/--add-photo\n/' "$b" | tr '\n' '\0' | xargs -0 "$bin/merge-records" --db "$work/$name-owner.db" > /dev/null
+    done
+    "$bin/merge-records" --db "$work/$name-owner.db" --stamp < "$work/$name-lib/records.ndjson" > /dev/null
 }
 
 # Joins (a full first sync), timed; sets $took and writes the member's peak RSS to $name.join.rss.
@@ -75,7 +82,9 @@ join_timed() {
 
 # --- 1. Full sync against a raw TLS 1.3 copy of the same bytes ----------------
 household full "$records" "$photos" 1048576
-fixture payload "$work/full-owner.db" "$work/payload.bin"
+# The bytes a full sync carries: every photo and every record line.
+{ xargs cat < "$work/full-lib/photo-list"; "$bin/merge-records" --db "$work/full-owner.db" --export; } > "$work/payload.bin"
+rm -rf "$work/full-lib"
 bytes=$(stat -c %s "$work/payload.bin")
 
 best_sync=""
@@ -116,7 +125,7 @@ awk -v b="$bytes" -v s="$best_sync" -v a="$best_tls" -v p="$photos" -v r="$recor
 # --- 2. Incremental sync of 100 changed records ------------------------------
 best_inc="" best_noop=""
 for _ in $(seq "$trials"); do
-    fixture edit "$work/full-owner.db" 100
+    fixture edits 100 | "$bin/merge-records" --db "$work/full-owner.db" --stamp > /dev/null
     serve "$work/full-owner.db" inc
     t0=$(now)
     "$bin/peer-sync" connect --db "$work/full-member.db" "127.0.0.1:$port" > "$work/inc.json"
@@ -138,6 +147,7 @@ rm -f "$work"/full-*.db* "$work/payload.bin" "$work/received.bin"
 # --- 3. Peak RSS with 10,000 photos against 1,000 -----------------------------
 household small 1000 1000 16384
 join_timed small
+rm -rf "$work/small-lib"
 household large 10000 10000 16384
 join_timed large
 grep -q '"received":10000,' "$work/large.join.json" || { echo "the 10,000-photo sync did not receive every photo"; exit 1; }

@@ -413,6 +413,12 @@ extension PeerSyncTests {
         let check = try Tools.run("jws-verify", ["--db", kid, "--root", pki.rootPEM, "--now", now])
         #expect(check.status == 0, "\(check.err)")
         #expect(check.out == #"{"entitled":true,"until":"\#(tx.expires.rfc3339)","reason":null,"source":"peer:\#(ownerID)"}"# + "\n")
+        // Next contact: the same proof each way is already known.
+        let again = try Tools.run("peer-sync", ["connect", "--db", kid, "--root", pki.rootPEM, "--now", now, server.address])
+        #expect(again.status == 0, "\(again.err)")
+        #expect(again.json?.at("proof", "received", "state")?.stringValue == "known")
+        #expect(again.json?.at("proof", "sent")?.boolValue == true)
+        #expect(server.summaries.last?.at("proof", "received", "state")?.stringValue == "known")
         let st = try #require(try Tools.run("peer-sync", ["status", "--db", kid, "--root", pki.rootPEM, "--now", now]).json)
         #expect(st.at("proof", "entitled")?.boolValue == true)
         #expect(st.at("proof", "held")?.int64Value == 1)

@@ -11,6 +11,8 @@ enum EntitlementExchange {
     /// What became of the proof a peer sent.
     enum Received: Equatable {
         case none
+        /// Valid, and this store already held it.
+        case known(until: Timestamp?)
         case kept(until: Timestamp?)
         case rejected(reason: String, detail: String)
         /// This store has no policy to judge proofs by (the owner never set one).
@@ -19,6 +21,7 @@ enum EntitlementExchange {
         var json: JSONValue {
             switch self {
             case .none: return .object([("state", .string("none"))])
+            case let .known(until): return .object([("state", .string("known")), ("until", .optional(until?.rfc3339))])
             case let .kept(until): return .object([("state", .string("kept")), ("until", .optional(until?.rfc3339))])
             case let .rejected(r, d): return .object([("state", .string("rejected")), ("reason", .string(r)), ("detail", .string(d))])
             case .notJudged: return .object([("state", .string("not-judged"))])
@@ -51,9 +54,11 @@ enum EntitlementExchange {
     /// transaction that applies the FAMILY frame.
     static func receiveInTransaction(_ jws: String, from peer: String, store: Store, verifier: ProofVerifier, now: Timestamp) throws -> Received {
         guard let policy = try store.proofPolicy() else { return .notJudged }
+        let held = try store.keptProofs().contains { $0.jws == jws }
         let verdict = verifier.verify(jws, as: .transaction, policy: policy, now: now)
         switch verdict {
         case let .valid(proof):
+            if held { return .known(until: proof.entitledUntil) }
             try store.keepProofInTransaction(proof, source: "peer:" + peer, now: now)
             return .kept(until: proof.entitledUntil)
         case let .invalid(f, _, _):

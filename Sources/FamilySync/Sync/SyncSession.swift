@@ -202,6 +202,7 @@ final class SyncSession {
         summary.proofReceived = received
         switch received {
         case .none: break
+        case let .known(until): emit("proof", [("state", .string("known")), ("until", .optional(until?.rfc3339))])
         case let .kept(until): emit("proof", [("state", .string("kept")), ("until", .optional(until?.rfc3339))])
         case let .rejected(reason, detail):
             emit("proof", [("state", .string("rejected")), ("reason", .string(reason)), ("detail", .string(detail))])

@@ -133,7 +133,7 @@ public enum PeerSyncCommand {
             records {sent, received, applied, clamped}, photos {sent, received, \
             unavailable, wanted, waves}, bytes {sent, received, perSecond}, \
             durationMs, clockSkew {ms, reported}, lastSynced, proof {sent, \
-            received {state: none, kept, rejected or not-judged}}, and digest \
+            received {state: none, known, kept, rejected or not-judged}}, and digest \
             {local, peer, equal}: SHA-256 digests of both sides' record state, \
             equal when the two hold the same versions.
             """),
