@@ -79,6 +79,14 @@ run tombstone-gc --db kid.db --dry-run --verbose
 step "tombstone-gc --db kid.db --now <in 91 days>"
 tombstone-gc --db kid.db --now "$(date -u -d '+91 days' +%Y-%m-%dT%H:%M:%SZ)"
 
+say "The owner revokes the member's device: the family key moves on, its place is freed"
+kid_id=$(peer-sync status --db kid.db | python3 -c 'import json, sys; print(json.load(sys.stdin)["device"])')
+run peer-sync revoke --db owner.db "$kid_id"
+step "peer-sync connect --db kid.db --root demo-root.der --quiet"
+peer-sync connect --db kid.db --root demo-root.der --quiet || echo "(exit $?)"
+step "jws-verify --db kid.db --root demo-root.der"
+jws-verify --db kid.db --root demo-root.der || echo "(exit $?)"
+
 say "What the owner's device logged, one JSON summary per session"
 run cat owner-sessions.ndjson
 

@@ -74,7 +74,8 @@ public enum ManPage {
     }
 
     static func synopsis(_ spec: CommandSpec, subcommand: String?) -> [String] {
-        var m = [".Nm" + (subcommand.map { " \($0)" } ?? "")]
+        var m = [".Nm"]
+        if let subcommand { m.append(".Cm \(subcommand)") }
         for o in spec.options where !o.hidden {
             var s = ".Op Fl " + (o.short.map { String($0) } ?? "-\(o.long)")
             if o.takesValue { s += " Ar \(o.valueName)" }
