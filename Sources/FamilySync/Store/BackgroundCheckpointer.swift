@@ -22,7 +22,9 @@ final class BackgroundCheckpointer: @unchecked Sendable {
     /// checkpointer: the log file never grows much past this.
     static let hardLimitBytes: Int64 = 128 << 20
 
-    private let db: Database
+    /// The writer's connection, not retained: the thread's closure may outlive
+    /// the session, and must not keep the store open past its owner.
+    private let writer: OpaquePointer
     private let autocheckpointBefore: Int32
     private let stepFrames: Int64
     private let hardFrames: Int64
@@ -81,7 +83,7 @@ final class BackgroundCheckpointer: @unchecked Sendable {
     }
 
     private init(db: Database, autocheckpointBefore: Int32, pageSize: Int64) {
-        self.db = db
+        writer = db.handle
         self.autocheckpointBefore = autocheckpointBefore
         stepFrames = max(1, BackgroundCheckpointer.stepBytes / pageSize)
         hardFrames = max(2, BackgroundCheckpointer.hardLimitBytes / pageSize)
@@ -131,6 +133,6 @@ final class BackgroundCheckpointer: @unchecked Sendable {
         condition.broadcast()
         while !finished { condition.wait() }
         condition.unlock()
-        sqlite3_wal_autocheckpoint(db.handle, autocheckpointBefore)
+        sqlite3_wal_autocheckpoint(writer, autocheckpointBefore)
     }
 }
