@@ -47,11 +47,13 @@ final class BackgroundCheckpointer: @unchecked Sendable {
     /// Starts a checkpointer for `db`'s store, or returns nil (leaving the
     /// store's automatic checkpoints as they are) when a second connection
     /// cannot be opened.
-    static func start(for db: Database) -> BackgroundCheckpointer? {
+    static func start(for db: Database, stepBytes: Int64 = BackgroundCheckpointer.stepBytes,
+                      hardLimitBytes: Int64 = BackgroundCheckpointer.hardLimitBytes) -> BackgroundCheckpointer? {
         let pageSize = max(512, (try? db.scalarInt("PRAGMA page_size")) ?? 4096)
         let before = Int32(truncatingIfNeeded: (try? db.scalarInt("PRAGMA wal_autocheckpoint")) ?? 1000)
         let path = db.path
-        let c = BackgroundCheckpointer(db: db, autocheckpointBefore: before, pageSize: pageSize)
+        let c = BackgroundCheckpointer(db: db, autocheckpointBefore: before, pageSize: pageSize,
+                                       stepBytes: stepBytes, hardLimitBytes: hardLimitBytes)
         let thread = Thread {
             // A first read opens the log: until then the connection does not know the store is in WAL mode.
             var conn = try? Database(path: path, flags: SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX)
@@ -82,11 +84,11 @@ final class BackgroundCheckpointer: @unchecked Sendable {
         return c
     }
 
-    private init(db: Database, autocheckpointBefore: Int32, pageSize: Int64) {
+    private init(db: Database, autocheckpointBefore: Int32, pageSize: Int64, stepBytes: Int64, hardLimitBytes: Int64) {
         writer = db.handle
         self.autocheckpointBefore = autocheckpointBefore
-        stepFrames = max(1, BackgroundCheckpointer.stepBytes / pageSize)
-        hardFrames = max(2, BackgroundCheckpointer.hardLimitBytes / pageSize)
+        stepFrames = max(1, stepBytes / pageSize)
+        hardFrames = max(2, hardLimitBytes / pageSize)
     }
 
     /// The writer committed; the log now holds `frames` frames.
