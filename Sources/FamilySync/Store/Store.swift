@@ -29,7 +29,18 @@ public final class Store {
             throw ToolError(.ioError, "cannot open store \(path): \(e.message)")
         }
         // The page size only takes on a database with nothing in it yet, and must come before WAL mode.
-        try db.execute("PRAGMA page_size = \(Store.pageSize); PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;")
+        // Switching a new file to WAL mode needs it to itself; when another process
+        // is creating the same store, SQLite answers "busy" at once rather than wait.
+        var waited = 0
+        while true {
+            do {
+                try db.execute("PRAGMA page_size = \(Store.pageSize); PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;")
+                break
+            } catch let e as SQLiteError where e.isBusy && waited < Int(Database.busyTimeoutMilliseconds) {
+                usleep(1000)
+                waited += 1
+            }
+        }
         try migrate()
     }
 
@@ -69,6 +80,10 @@ public final class Store {
         let userVersion: Int32, appID: Int32, tables: Int64
         do {
             let db = try Database(path: path, flags: SQLITE_OPEN_READONLY)
+            // One read transaction, so all three come from the same snapshot even
+            // while another process is creating the store.
+            try db.execute("BEGIN")
+            defer { try? db.execute("COMMIT") }
             userVersion = Int32(truncatingIfNeeded: try db.scalarInt("PRAGMA user_version") ?? 0)
             appID = Int32(truncatingIfNeeded: try db.scalarInt("PRAGMA application_id") ?? 0)
             tables = try db.scalarInt("SELECT count(*) FROM sqlite_schema") ?? 0
