@@ -8,6 +8,14 @@ public final class Store {
     public let path: String
     public let db: Database
 
+    /// The page size of a new store. Photos are stored as megabyte blobs, and
+    /// with 4 KiB pages each one is hundreds of overflow pages, each its own
+    /// write to the log, read and write again at checkpoint; 64 KiB pages cut
+    /// those system calls sixteenfold. Measured on loopback, a full sync of
+    /// 1,000 photos of 1 MB ran about 20% faster, and applying 1,000,000
+    /// records to a new store about 30% faster. Existing stores keep theirs.
+    public static let pageSize = 65536
+
     /// Opens the store at `path`, creating it (0600) on first use. A file that
     /// is not a family-sync store, or a store from a newer version, is refused
     /// and left byte-for-byte as it was.
@@ -20,7 +28,19 @@ public final class Store {
         } catch let e as SQLiteError {
             throw ToolError(.ioError, "cannot open store \(path): \(e.message)")
         }
-        try db.execute("PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;")
+        // The page size only takes on a database with nothing in it yet, and must come before WAL mode.
+        // Switching a new file to WAL mode needs it to itself; when another process
+        // is creating the same store, SQLite answers "busy" at once rather than wait.
+        var waited = 0
+        while true {
+            do {
+                try db.execute("PRAGMA page_size = \(Store.pageSize); PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;")
+                break
+            } catch let e as SQLiteError where e.isBusy && waited < Int(Database.busyTimeoutMilliseconds) {
+                usleep(1000)
+                waited += 1
+            }
+        }
         try migrate()
     }
 
@@ -60,6 +80,10 @@ public final class Store {
         let userVersion: Int32, appID: Int32, tables: Int64
         do {
             let db = try Database(path: path, flags: SQLITE_OPEN_READONLY)
+            // One read transaction, so all three come from the same snapshot even
+            // while another process is creating the store.
+            try db.execute("BEGIN")
+            defer { try? db.execute("COMMIT") }
             userVersion = Int32(truncatingIfNeeded: try db.scalarInt("PRAGMA user_version") ?? 0)
             appID = Int32(truncatingIfNeeded: try db.scalarInt("PRAGMA application_id") ?? 0)
             tables = try db.scalarInt("SELECT count(*) FROM sqlite_schema") ?? 0

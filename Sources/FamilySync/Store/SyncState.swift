@@ -234,6 +234,7 @@ final class PhotoBlobReader {
     let rowid: Int64
     let size: Int
     private(set) var offset = 0
+    private var scratch: [UInt8] = []
 
     init(store: Store, rowid: Int64, size: Int) {
         self.store = store
@@ -258,13 +259,14 @@ final class PhotoBlobReader {
         guard Int(sqlite3_blob_bytes(blob)) == size else {
             throw SQLiteError(code: SQLITE_ABORT, context: "reading a photo", message: "the photo changed while it was being sent")
         }
-        let start = out.count
-        out.append(contentsOf: repeatElement(0, count: n))
-        rc = out.withUnsafeMutableBytes { sqlite3_blob_read(blob, $0.baseAddress! + start, Int32(n), Int32(offset)) }
+        // Read into a buffer of our own and append it in one copy: growing `out`
+        // by zeros first went a byte at a time.
+        if scratch.count < n { scratch = [UInt8](repeating: 0, count: n) }
+        rc = scratch.withUnsafeMutableBytes { sqlite3_blob_read(blob, $0.baseAddress!, Int32(n), Int32(offset)) }
         guard rc == SQLITE_OK else {
-            out.removeLast(n)
             throw SQLiteError(code: rc, context: "reading a photo", message: String(cString: sqlite3_errmsg(db)))
         }
+        out.append(contentsOf: scratch[0..<n])
         offset += n
     }
 }

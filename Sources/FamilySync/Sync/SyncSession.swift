@@ -77,8 +77,14 @@ final class SyncSession {
     /// whose status says how it ended otherwise (65 protocol error, 69 the
     /// peer vanished or went silent); the store keeps whole applied batches only.
     func run() throws -> SyncSummary {
-        let checkpointBefore = try store.raiseAutoCheckpoint(bytes: SyncLimits.sessionCheckpointBytes)
-        defer { try? store.restoreAutoCheckpoint(pages: checkpointBefore) }
+        // Checkpoints run beside the session; where they cannot, the session's
+        // connection does them itself, less often than usual.
+        let checkpointer = BackgroundCheckpointer.start(for: store.db)
+        let checkpointBefore = checkpointer == nil ? try store.raiseAutoCheckpoint(bytes: SyncLimits.sessionCheckpointBytes) : nil
+        defer {
+            checkpointer?.stop()
+            if let checkpointBefore { try? store.restoreAutoCheckpoint(pages: checkpointBefore) }
+        }
         do {
             try exchangeHellos()
             try loop()

@@ -1,0 +1,38 @@
+import Foundation
+import Testing
+@testable import FamilySync
+
+/// The session's checkpointer: the log stays bounded while one connection
+/// keeps writing, the store stays sound, and automatic checkpoints come back.
+@Suite struct BackgroundCheckpointerTests {
+    func fileSize(_ p: String) -> Int64 {
+        ((try? FileManager.default.attributesOfItem(atPath: p)[.size]) as? NSNumber)?.int64Value ?? 0
+    }
+
+    @Test func keepsTheLogBoundedWhileWriting() throws {
+        let d = StoreOpeningTests.Dir()
+        let p = d.path + "/store.db"
+        let store = try Store(path: p)
+        let before = try store.db.scalarInt("PRAGMA wal_autocheckpoint")
+        let pageSize = try #require(try store.db.scalarInt("PRAGMA page_size"))
+        let hard = 16 * pageSize
+        let c = try #require(BackgroundCheckpointer.start(for: store.db, stepBytes: 4 * pageSize, hardLimitBytes: hard))
+        #expect(try store.db.scalarInt("PRAGMA wal_autocheckpoint") == 0)
+        var largest: Int64 = 0
+        let photo = [UInt8](repeating: 7, count: Int(pageSize) * 3)
+        for i in 0..<60 {
+            var bytes = photo
+            bytes[0] = UInt8(i)
+            let hash = Hex.encode(SHA256.hash(bytes))
+            try store.keepVerifiedPhoto(bytes, sha256: hash, now: Timestamp(milliseconds: 1_000))
+            largest = max(largest, fileSize(p + "-wal"))
+        }
+        c.stop()
+        // Without the checkpointer the log would hold all 60 photos (180+ pages).
+        #expect(largest > 0)
+        #expect(largest < 2 * hard, "the log grew to \(largest) bytes")
+        #expect(try store.db.scalarInt("PRAGMA wal_autocheckpoint") == before)
+        #expect(try store.db.scalarInt("SELECT count(*) FROM photos") == 60)
+        #expect(try store.integrityCheck() == "ok")
+    }
+}
