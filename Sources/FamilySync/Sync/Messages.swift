@@ -43,6 +43,15 @@ struct FieldReader {
         guard let n = v.int64Value, n >= lo, n <= hi else { throw fail(k, "not a whole number from \(lo) to \(hi)") }
         return n
     }
+    /// The `protocol` field, which must be the version this device speaks;
+    /// `who` names the sender in the error ("peer", "joining device").
+    func protocolVersion(who: String) throws(ProtocolError) -> Int64 {
+        let version = try int("protocol", min: 1, max: 1 << 20)
+        guard version == Int64(SyncProtocol.version) else {
+            throw ProtocolError("\(who) speaks protocol version \(version); this device speaks \(SyncProtocol.version)")
+        }
+        return version
+    }
     func time(_ k: String) throws(ProtocolError) -> Timestamp {
         let s = try string(k, maxBytes: 64)
         guard let t = Timestamp(rfc3339: s) else { throw fail(k, "not an RFC 3339 time") }
@@ -109,10 +118,7 @@ struct HelloMessage: Equatable {
 
     init(_ f: Frame) throws(ProtocolError) {
         let r = try FieldReader(f)
-        version = try r.int("protocol", min: 1, max: 1 << 20)
-        guard version == Int64(SyncProtocol.version) else {
-            throw ProtocolError("peer speaks protocol version \(version); this device speaks \(SyncProtocol.version)")
-        }
+        version = try r.protocolVersion(who: "peer")
         device = try r.uuid("device")
         family = try r.uuid("family")
         role = try r.role("role")
@@ -273,10 +279,7 @@ struct JoinMessage {
 
     init(_ f: Frame) throws(ProtocolError) {
         let r = try FieldReader(f)
-        version = try r.int("protocol", min: 1, max: 1 << 20)
-        guard version == Int64(SyncProtocol.version) else {
-            throw ProtocolError("joining device speaks protocol version \(version); this device speaks \(SyncProtocol.version)")
-        }
+        version = try r.protocolVersion(who: "joining device")
         device = try r.uuid("device")
         clock = try r.time("clock")
     }
