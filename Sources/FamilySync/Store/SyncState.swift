@@ -171,15 +171,17 @@ extension Store {
         return try s.step() ? (s.int64(0), Int(s.int64(1))) : nil
     }
 
-    /// Keeps a received photo whose bytes the caller has already hashed to
-    /// `sha256` as they arrived (so they are not hashed twice). The row is
-    /// made with a zeroblob and filled through incremental blob I/O, so
-    /// SQLite builds no record buffer the size of the photo, in one transaction.
-    func keepVerifiedPhoto(_ bytes: [UInt8], sha256: String, now: Timestamp) throws {
+    /// Keeps a received photo, `size` bytes arriving as `chunks`, whose bytes
+    /// the caller has already hashed to `sha256` as they arrived (so they are
+    /// not hashed twice). The row is made with a zeroblob and filled chunk by
+    /// chunk through incremental blob I/O, so neither SQLite nor the caller
+    /// builds a buffer the size of the photo; all in one transaction.
+    func keepVerifiedPhoto(_ chunks: [ArraySlice<UInt8>], size: Int, sha256: String, now: Timestamp) throws {
+        precondition(chunks.reduce(0) { $0 + $1.count } == size, "photo chunks do not add up to its size")
         try write {
             try db.run("INSERT OR IGNORE INTO photos (sha256, size, added_at, bytes) VALUES (?, ?, ?, zeroblob(?))",
-                       [.text(sha256), .int(Int64(bytes.count)), .int(now.milliseconds), .int(Int64(bytes.count))])
-            guard db.changes == 1, !bytes.isEmpty else { return }
+                       [.text(sha256), .int(Int64(size)), .int(now.milliseconds), .int(Int64(size))])
+            guard db.changes == 1, size > 0 else { return }
             let rowid = db.lastInsertRowID
             var b: OpaquePointer?
             var rc = sqlite3_blob_open(db.handle, "main", "photos", "bytes", rowid, 1, &b)
@@ -188,8 +190,12 @@ extension Store {
                 throw SQLiteError(code: rc, context: "opening a received photo for writing", message: String(cString: sqlite3_errmsg(db.handle)))
             }
             defer { sqlite3_blob_close(blob) }
-            rc = bytes.withUnsafeBytes { sqlite3_blob_write(blob, $0.baseAddress, Int32($0.count), 0) }
-            try db.check(rc, "writing a received photo")
+            var offset: Int32 = 0
+            for chunk in chunks {
+                rc = chunk.withUnsafeBytes { sqlite3_blob_write(blob, $0.baseAddress, Int32($0.count), offset) }
+                try db.check(rc, "writing a received photo")
+                offset += Int32(chunk.count)
+            }
         }
     }
 

@@ -88,24 +88,68 @@ public struct ProtocolError: Error, CustomStringConvertible, Sendable {
 }
 
 /// Cuts a byte stream into frames, checking each header before buffering
-/// its payload. Keeps a read offset rather than shifting bytes on every frame.
+/// its payload. Small frames are cut from a shared buffer; once a header
+/// promises more than has arrived, the frame gets a payload of its own, of
+/// exactly the promised length, and the rest of it is read straight into
+/// that (`fill`), so a photo chunk is copied once from TLS to its frame.
 struct FrameDecoder {
+    /// Bytes received that are not part of a payload being filled.
     private var buffer: [UInt8] = []
     private var start = 0
+    /// The frame being filled: its type, its payload (full length) and how much of it has arrived.
+    private var partialType: FrameType?
+    private var partial: [UInt8] = []
+    private var filled = 0
+
+    /// A payload still missing at least this much is read into directly;
+    /// below it, a read into the shared buffer is cheaper than a short one.
+    static let directReadMinimum = 16 << 10
 
     /// Bytes received but not yet returned as frames.
-    var buffered: Int { buffer.count - start }
+    var buffered: Int { buffer.count - start + (partialType == nil ? 0 : Frame.headerBytes + filled) }
 
     mutating func append(_ bytes: UnsafeRawBufferPointer) {
+        var rest = bytes
+        if partialType != nil {
+            let n = min(rest.count, partial.count - filled)
+            if n > 0 {
+                partial.withUnsafeMutableBytes { UnsafeMutableRawBufferPointer(rebasing: $0[filled..<(filled + n)]).copyMemory(from: UnsafeRawBufferPointer(rebasing: rest[0..<n])) }
+                filled += n
+                rest = UnsafeRawBufferPointer(rebasing: rest[n...])
+            }
+        }
+        guard !rest.isEmpty else { return }
         if start > 0 && (start >= buffer.count || start > (1 << 20)) {
             buffer.removeFirst(start)
             start = 0
         }
-        buffer.append(contentsOf: bytes)
+        buffer.append(contentsOf: rest)
+    }
+
+    /// Calls `body` with the room left in the payload being filled, when it
+    /// is large enough to read into directly (nil otherwise). The caller then
+    /// says how much it wrote there with `filled(_:)`.
+    mutating func withPayloadSpace<R>(_ body: (UnsafeMutableRawBufferPointer) throws -> R) rethrows -> R? {
+        guard partialType != nil, partial.count - filled >= FrameDecoder.directReadMinimum else { return nil }
+        let from = filled
+        return try partial.withUnsafeMutableBytes { try body(UnsafeMutableRawBufferPointer(rebasing: $0[from...])) }
+    }
+
+    /// `n` bytes were written at the start of the space `withPayloadSpace` lent.
+    mutating func filled(_ n: Int) {
+        precondition(partialType != nil && n <= partial.count - filled, "filled past the payload")
+        filled += n
     }
 
     /// The next complete frame, or nil when more bytes are needed.
     mutating func next() throws(ProtocolError) -> Frame? {
+        if let type = partialType {
+            guard filled == partial.count else { return nil }
+            partialType = nil
+            filled = 0
+            defer { partial = [] }
+            return Frame(type, partial)
+        }
         guard buffered >= Frame.headerBytes else { return nil }
         let b = start
         let length = Int(buffer[b]) << 24 | Int(buffer[b + 1]) << 16 | Int(buffer[b + 2]) << 8 | Int(buffer[b + 3])
@@ -115,9 +159,22 @@ struct FrameDecoder {
         guard let type = FrameType(rawValue: buffer[b + 4]) else {
             throw ProtocolError(String(format: "unknown frame type 0x%02x", Int(buffer[b + 4])))
         }
-        guard buffered >= Frame.headerBytes + length else { return nil }
-        let payload = Array(buffer[(b + Frame.headerBytes)..<(b + Frame.headerBytes + length)])
-        start += Frame.headerBytes + length
+        let body = b + Frame.headerBytes
+        let available = buffer.count - body
+        if available < length {
+            // The payload gets its own buffer; what has arrived moves there, the rest is read into it.
+            partial = [UInt8](unsafeUninitializedCapacity: length) { p, n in
+                buffer.withUnsafeBytes { p.baseAddress!.update(from: $0.baseAddress!.advanced(by: body).assumingMemoryBound(to: UInt8.self), count: available) }
+                n = length
+            }
+            filled = available
+            partialType = type
+            buffer.removeAll(keepingCapacity: buffer.capacity <= (4 << 20))
+            start = 0
+            return nil
+        }
+        let payload = Array(buffer[body..<(body + length)])
+        start = body + length
         if start == buffer.count {
             buffer.removeAll(keepingCapacity: buffer.capacity <= (4 << 20))
             start = 0

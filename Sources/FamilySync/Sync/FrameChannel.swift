@@ -117,12 +117,18 @@ final class FrameChannel {
         var total = 0
         readWantsWrite = false
         while total < FrameChannel.maxReadPerTurn, peerClosed == nil {
-            let r = try scratch.withUnsafeMutableBytes { try tls.read(into: $0) }
+            // Straight into the frame being filled when much of it is missing, else into scratch for the decoder.
+            let direct = try decoder.withPayloadSpace { try tls.read(into: $0) }
+            let r = try direct ?? scratch.withUnsafeMutableBytes { try tls.read(into: $0) }
             switch r {
             case let .bytes(n):
                 total += n
                 bytesReceived += Int64(n)
-                scratch.withUnsafeBytes { decoder.append(UnsafeRawBufferPointer(rebasing: $0[0..<n])) }
+                if direct != nil {
+                    decoder.filled(n)
+                } else {
+                    scratch.withUnsafeBytes { decoder.append(UnsafeRawBufferPointer(rebasing: $0[0..<n])) }
+                }
                 while let f = try decoder.next() { frames.append(f) }
             case .wantRead:
                 if total > 0 { lastReceived = Deadline.now() }

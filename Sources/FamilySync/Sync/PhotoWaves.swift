@@ -6,21 +6,32 @@ import COpenSSL
 /// wave timeout, after which what is missing counts as unavailable. Photos
 /// not received stay wanted (the store derives "wanted" from the records),
 /// so they are asked for again next session. Not Sendable.
+///
+/// Waves start while the peer's records are still arriving, so the photos
+/// of the first batches are on their way while the rest are applied. They
+/// page through the wanted list in hash order; records that arrive later
+/// may name photos behind the cursor, so the waves are over only when a
+/// pass through the list that began after the peer's last record finds
+/// nothing not yet asked for.
 final class PhotoWaves {
     private let store: Store
     private let waveTimeout: TimeSpan
 
-    /// The last hash asked for: waves page through the wanted list in hash order.
+    /// The last hash asked for in the current pass through the wanted list.
     private var cursor = ""
+    /// The current pass began once every record of the peer was in (nil before the first).
+    private var passIsFinal: Bool?
+    /// Records were applied since the wanted list was last found exhausted:
+    /// until then, looking again would find nothing new.
+    private var recordsSinceExhausted = true
     private(set) var outstanding: Set<String> = []
-    /// Every hash asked for this session: data or *unavailable* for anything else is a protocol error.
+    /// Every hash asked for this session: data or *unavailable* for anything
+    /// else is a protocol error, and no hash is asked for twice.
     private var requested: Set<String> = []
     /// Requests given up on by the timeout; a late answer to one is discarded.
     private var expired: Set<String> = []
     private var lastActivity = Deadline.now()
     private var assembly: PhotoAssembly?
-    /// The last assembly's buffer, reused so each photo does not fault in fresh memory.
-    private var spare: [UInt8] = []
 
     private(set) var waveNumber = 0
     private(set) var finished = false
@@ -35,23 +46,51 @@ final class PhotoWaves {
     /// When the current wave times out, if one is waiting.
     var timeoutDeadline: Deadline? { outstanding.isEmpty ? nil : lastActivity.adding(waveTimeout) }
 
+    /// A batch of the peer's records was applied: it may name photos.
+    func recordsApplied() { recordsSinceExhausted = true }
+
     /// Sends the next wave when the last one is complete. Returns the number
     /// of photos asked for, 0 when nothing was sent, and marks the waves
-    /// finished when nothing more is wanted.
-    func advance(_ channel: FrameChannel) throws -> Int {
-        guard !finished, outstanding.isEmpty else { return 0 }
-        let next = try store.wantedPhotos(after: cursor, limit: SyncLimits.waveSize)
-        guard let last = next.last else {
-            finished = true
-            return 0
+    /// finished when nothing more is wanted and `recordsComplete` (every
+    /// record of the peer is in).
+    func advance(_ channel: FrameChannel, recordsComplete: Bool) throws -> Int {
+        guard let next = try nextWave(recordsComplete: recordsComplete) else { return 0 }
+        channel.send(.photoRequest, json: .object([("photos", .array(next.map { .string($0) }))]))
+        return next.count
+    }
+
+    /// The hashes of the next wave, from then on outstanding; nil when no
+    /// wave is due (the last is unanswered, or nothing new is wanted yet).
+    func nextWave(recordsComplete: Bool) throws -> [String]? {
+        guard !finished, outstanding.isEmpty else { return nil }
+        var next: [String] = []
+        while next.count < SyncLimits.waveSize {
+            if !recordsSinceExhausted && !recordsComplete { return nil }
+            if passIsFinal == nil { passIsFinal = recordsComplete }
+            let page = try store.wantedPhotos(after: cursor, limit: SyncLimits.waveSize)
+            for h in page where next.count < SyncLimits.waveSize {
+                cursor = h
+                if !requested.contains(h) { next.append(h) }
+            }
+            if page.count == SyncLimits.waveSize { continue }
+            // This pass reached the end of the wanted list.
+            if !next.isEmpty { break }
+            if passIsFinal == true {
+                finished = true
+                return nil
+            }
+            if !recordsComplete {
+                recordsSinceExhausted = false
+                return nil
+            }
+            passIsFinal = true
+            cursor = ""
         }
-        cursor = last
         waveNumber += 1
         outstanding = Set(next)
         requested.formUnion(next)
         lastActivity = Deadline.now()
-        channel.send(.photoRequest, json: .object([("photos", .array(next.map { .string($0) }))]))
-        return next.count
+        return next
     }
 
     /// Gives up on the current wave if it has been silent too long. Returns how many requests expired.
@@ -102,8 +141,7 @@ final class PhotoWaves {
         } else {
             guard offset == 0 else { throw ProtocolError("PHOTO-DATA starts at offset \(offset), not 0") }
             guard outstanding.contains(hash) || expired.contains(hash) else { throw ProtocolError("PHOTO-DATA for a photo already answered") }
-            a = PhotoAssembly(hash: hash, total: Int(total), discard: !outstanding.contains(hash), buffer: spare)
-            spare = []
+            a = PhotoAssembly(hash: hash, total: Int(total), discard: !outstanding.contains(hash))
             assembly = a
         }
         guard a.count + body.count <= a.total else { throw ProtocolError("PHOTO-DATA runs past the photo's declared size") }
@@ -111,34 +149,36 @@ final class PhotoWaves {
         lastActivity = Deadline.now()
         guard a.count == a.total else { return nil }
         assembly = nil
-        defer { spare = a.takeBuffer() }
         if a.discard { return nil }
         outstanding.remove(hash)
         guard a.digestHex() == hash else {
             unavailable += 1
             return "photo \(hash.prefix(12))… arrived with bytes that do not match its SHA-256; discarded"
         }
-        try store.keepVerifiedPhoto(a.bytes, sha256: hash, now: now)
+        try store.keepVerifiedPhoto(a.chunks, size: a.total, sha256: hash, now: now)
         received += 1
         return nil
     }
 }
 
-/// One photo being received: its bytes so far and their running SHA-256.
+/// One photo being received: its chunks so far, as the frames brought them
+/// (kept, not joined: the store writes them one after another), and their
+/// running SHA-256.
 final class PhotoAssembly {
     let hash: String
     let total: Int
-    var discard: Bool
-    private(set) var bytes: [UInt8]
+    /// A late answer to a timed-out request: read, hashed and counted, not kept.
+    var discard: Bool { didSet { if discard { kept = []; small = [] } } }
+    private var kept: [ArraySlice<UInt8>] = []
+    /// Chunks shorter than `smallChunkBytes`, joined: a peer sending a photo
+    /// a byte at a time must not cost a slice and an allocation per byte.
+    private var small: [UInt8] = []
     private let ctx: OpaquePointer
 
-    init(hash: String, total: Int, discard: Bool, buffer: [UInt8] = []) {
+    init(hash: String, total: Int, discard: Bool) {
         self.hash = hash
         self.total = total
         self.discard = discard
-        bytes = buffer
-        bytes.removeAll(keepingCapacity: true)
-        if !discard { bytes.reserveCapacity(total) }
         ctx = EVP_MD_CTX_new()!
         EVP_DigestInit_ex(ctx, EVP_sha256(), nil)
     }
@@ -149,21 +189,24 @@ final class PhotoAssembly {
         chunk.withUnsafeBytes { b in
             if b.count > 0 { EVP_DigestUpdate(ctx, b.baseAddress, b.count) }
         }
-        if !discard { bytes.append(contentsOf: chunk) }
         count += chunk.count
+        guard !discard, !chunk.isEmpty else { return }
+        if chunk.count < PhotoAssembly.smallChunkBytes {
+            small.append(contentsOf: chunk)
+            if small.count >= PhotoAssembly.smallChunkBytes { kept.append(small[...]); small = [] }
+        } else {
+            if !small.isEmpty { kept.append(small[...]); small = [] }
+            kept.append(chunk)
+        }
     }
+
+    /// The bytes so far, in order, as slices of the frames that carried them.
+    var chunks: [ArraySlice<UInt8>] { small.isEmpty ? kept : kept + [small[...]] }
+
+    static let smallChunkBytes = 16 << 10
 
     /// Bytes received so far (kept, or only counted for a discarded late photo).
     private(set) var count = 0
-
-    /// Hands the buffer on for reuse (when it is not oversized).
-    func takeBuffer() -> [UInt8] {
-        defer { bytes = [] }
-        return bytes.capacity <= PhotoAssembly.reusableCapacity ? bytes : []
-    }
-
-    /// Buffers up to this size are kept for the next photo; a rare huge one is freed.
-    static let reusableCapacity = 8 << 20
 
     func digestHex() -> String {
         var out = [UInt8](repeating: 0, count: 32)

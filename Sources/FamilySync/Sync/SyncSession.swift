@@ -259,13 +259,13 @@ final class SyncSession {
         // Answers to the peer's photo requests.
         if peerDone == nil { try responder.produce(channel) }
         summary.photosSent = responder.sent
-        // Our own photo waves, once all the peer's records are in.
-        if peerRecordsEnded && !waves.finished {
-            if phase != "photos" {
+        // Our own photo waves, from the peer's first records on.
+        if !waves.finished {
+            if peerRecordsEnded && phase != "photos" {
                 phase = "photos"
                 emit("phase", [("phase", .string("photos"))])
             }
-            let n = try waves.advance(channel)
+            let n = try waves.advance(channel, recordsComplete: peerRecordsEnded)
             if n > 0 { emit("wave", [("wave", .int(waves.waveNumber)), ("requested", .int(n))]) }
         }
         try sendDoneIfReady()
@@ -364,6 +364,7 @@ final class SyncSession {
         let now = clock.now()
         let s = try store.write { try store.applyRemoteInTransaction(records, now: now) }
         seqsUsedForPeer += Int64(s.applied)
+        waves.recordsApplied()
         summary.recordsReceived += Int64(records.count)
         summary.recordsApplied += Int64(s.applied)
         summary.recordsClamped += Int64(s.clamped)

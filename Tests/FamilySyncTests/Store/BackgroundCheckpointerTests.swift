@@ -24,7 +24,7 @@ import Testing
             var bytes = photo
             bytes[0] = UInt8(i)
             let hash = Hex.encode(SHA256.hash(bytes))
-            try store.keepVerifiedPhoto(bytes, sha256: hash, now: Timestamp(milliseconds: 1_000))
+            try store.keepVerifiedPhoto([bytes[...]], size: bytes.count, sha256: hash, now: Timestamp(milliseconds: 1_000))
             largest = max(largest, fileSize(p + "-wal"))
         }
         c.stop()

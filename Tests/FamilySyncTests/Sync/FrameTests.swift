@@ -26,6 +26,41 @@ import Testing
         #expect(frames[2].payload.count == 3000)
     }
 
+    /// A large payload is read straight into its frame once its header is in;
+    /// what follows it goes through the shared buffer again.
+    @Test(arguments: [0, 5, 1000, 40_000])
+    func largePayloadsAreFilledInPlace(arrivedWithHeader: Int) throws {
+        let big = (0..<200_000).map { UInt8(truncatingIfNeeded: $0 &* 7) }
+        let stream = Frame.encode(.photoData, big) + Frame.encode(.ping, []) + Frame.encode(.done, [1, 2])
+        var d = FrameDecoder()
+        #expect(d.withPayloadSpace { _ in 0 } == nil)
+        stream[0..<(Frame.headerBytes + arrivedWithHeader)].withUnsafeBytes { d.append($0) }
+        #expect(try d.next() == nil)
+        #expect(d.buffered == Frame.headerBytes + arrivedWithHeader)
+        var at = Frame.headerBytes + arrivedWithHeader
+        var direct = 0
+        var frames: [Frame] = []
+        while let n = d.withPayloadSpace({ space -> Int in
+            let n = min(space.count, 30_000)
+            stream[at..<(at + n)].withUnsafeBytes { space.copyMemory(from: $0) }
+            return n
+        }) {
+            d.filled(n)
+            at += n
+            direct += n
+            while let f = try d.next() { frames.append(f) }
+        }
+        #expect(direct > 0)
+        // The rest, and the frames after it, in one piece through the shared buffer.
+        stream[at...].withUnsafeBytes { d.append(UnsafeRawBufferPointer($0)) }
+        while let f = try d.next() { frames.append(f) }
+        #expect(frames.map(\.type) == [.photoData, .ping, .done])
+        let intact = frames.first?.payload == big
+        #expect(intact)
+        #expect(frames.last?.payload == [1, 2])
+        #expect(d.buffered == 0)
+    }
+
     @Test func headerIsBigEndianLengthThenType() {
         #expect(Frame.encode(.done, [1, 2, 3]) == [0, 0, 0, 3, 0x30, 1, 2, 3])
     }

@@ -1,0 +1,113 @@
+import Foundation
+import Testing
+@testable import FamilySync
+
+/// The requesting side of photo transfer without a connection: which hashes
+/// each wave asks for, and how answers are assembled and kept.
+@Suite struct PhotoWavesTests {
+    static func hashes(_ range: Range<Int>) -> [String] { range.map { Hex.encode(SHA256.hash("photo \($0)")) } }
+
+    static func unavailable(_ h: String) -> Frame {
+        Frame(.photoUnavailable, Array(JSONValue.object([("photo", .string(h))]).serialized.utf8))
+    }
+
+    static func data(_ bytes: [UInt8], offset: Int, total: Int) -> Frame {
+        var p = Hex.decode(Hex.encode(SHA256.hash(bytes)))!
+        for v in [UInt64(total), UInt64(offset)] {
+            for shift in stride(from: 56, through: 0, by: -8) { p.append(UInt8((v >> UInt64(shift)) & 0xFF)) }
+        }
+        return Frame(.photoData, p)
+    }
+
+    /// Waves start with the first records; photos named later, behind the
+    /// cursor, are still asked for, once, before the waves are over.
+    @Test func wavesStartBeforeTheLastRecordAndMissNothing() throws {
+        let (s, dir) = try SyncStateTests.tempStore()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let now = Timestamp.current()
+        let all = Self.hashes(0..<50).sorted()
+        let early = Array(all[25...]), late = Array(all[..<25])
+        let w = PhotoWaves(store: s, waveTimeout: .seconds(30))
+        #expect(try w.nextWave(recordsComplete: false) == nil)
+
+        _ = try s.applyRemote([try SyncStateTests.record("a", photos: early)], now: now)
+        w.recordsApplied()
+        var asked: [String] = []
+        while let wave = try w.nextWave(recordsComplete: false) {
+            #expect(wave.count <= SyncLimits.waveSize)
+            #expect(try w.nextWave(recordsComplete: false) == nil)  // not before this one is answered
+            for h in wave { try w.handleUnavailable(Self.unavailable(h)) }
+            asked += wave
+        }
+        #expect(asked == early)
+        #expect(!w.finished)
+
+        // The last batch names photos that sort before everything asked for so far.
+        _ = try s.applyRemote([try SyncStateTests.record("b", photos: late)], now: now)
+        w.recordsApplied()
+        while let wave = try w.nextWave(recordsComplete: true) {
+            for h in wave { try w.handleUnavailable(Self.unavailable(h)) }
+            asked += wave
+        }
+        #expect(asked.sorted() == all)
+        #expect(Set(asked).count == asked.count)  // no photo asked for twice
+        #expect(w.finished)
+        #expect(w.unavailable == 50)
+    }
+
+    @Test func withEveryRecordInOnePassIsEnough() throws {
+        let (s, dir) = try SyncStateTests.tempStore()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let all = Self.hashes(0..<3)
+        _ = try s.applyRemote([try SyncStateTests.record("a", photos: all)], now: Timestamp.current())
+        let w = PhotoWaves(store: s, waveTimeout: .seconds(30))
+        let wave = try #require(try w.nextWave(recordsComplete: true))
+        #expect(wave == all.sorted())
+        for h in wave { try w.handleUnavailable(Self.unavailable(h)) }
+        #expect(try w.nextWave(recordsComplete: true) == nil)
+        #expect(w.finished)
+        #expect(w.waveNumber == 1)
+    }
+
+    /// Chunks of any size, down to a byte, come back in order; small ones are
+    /// joined rather than kept one slice each.
+    @Test func assemblyKeepsChunksInOrderAndJoinsSmallOnes() throws {
+        let bytes = (0..<300_000).map { UInt8(truncatingIfNeeded: $0 &* 13 &+ 5) }
+        let hash = Hex.encode(SHA256.hash(bytes))
+        let a = PhotoAssembly(hash: hash, total: bytes.count, discard: false)
+        var at = 0
+        for size in [1, 1, 3, 70_000, 2, 65_536, 5_000, 20_000] + Array(repeating: 1, count: 2_000) {
+            a.append(bytes[at..<(at + size)])
+            at += size
+        }
+        a.append(bytes[at...])
+        #expect(a.count == bytes.count)
+        let joined = a.chunks.flatMap { $0 } == bytes
+        #expect(joined)
+        #expect(a.chunks.count < 12)
+        #expect(a.digestHex() == hash)
+    }
+
+    /// A received photo is kept only whole and matching its hash, written from its chunks.
+    @Test func receivedPhotoIsKeptFromItsChunks() throws {
+        let (s, dir) = try SyncStateTests.tempStore()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let bytes = (0..<150_000).map { UInt8(truncatingIfNeeded: $0 &* 3) }
+        let h = Hex.encode(SHA256.hash(bytes))
+        _ = try s.applyRemote([try SyncStateTests.record("a", photos: [h])], now: Timestamp.current())
+        let w = PhotoWaves(store: s, waveTimeout: .seconds(30))
+        #expect(try w.nextWave(recordsComplete: true) == [h])
+        var at = 0
+        while at < bytes.count {
+            let n = min(SyncLimits.photoChunkBytes, bytes.count - at)
+            var f = Self.data(bytes, offset: at, total: bytes.count)
+            f.payload += bytes[at..<(at + n)]
+            #expect(try w.handleData(f, now: Timestamp.current()) == nil)
+            #expect(try s.hasPhoto(h) == (at + n == bytes.count))
+            at += n
+        }
+        let kept = try s.photo(h) == bytes
+        #expect(kept)
+        #expect(w.received == 1)
+    }
+}
