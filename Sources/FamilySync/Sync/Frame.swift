@@ -91,7 +91,8 @@ public struct ProtocolError: Error, CustomStringConvertible, Sendable {
 /// its payload. Small frames are cut from a shared buffer; once a header
 /// promises more than has arrived, the frame gets a payload of its own, of
 /// exactly the promised length, and the rest of it is read straight into
-/// that (`fill`), so a photo chunk is copied once from TLS to its frame.
+/// that (`withPayloadSpace`), so a photo chunk is copied once from TLS to
+/// its frame.
 struct FrameDecoder {
     /// Bytes received that are not part of a payload being filled.
     private var buffer: [UInt8] = []
