@@ -89,6 +89,19 @@ final class ServeProcess {
     var out: String { String(decoding: FileManager.default.contents(atPath: stdoutPath) ?? Data(), as: UTF8.self) }
     var err: String { String(decoding: FileManager.default.contents(atPath: stderrPath) ?? Data(), as: UTF8.self) }
     var summaries: [JSONValue] { out.split(separator: "\n").compactMap { try? JSONParser.parse(String($0)) } }
+
+    /// The newest session summary once there are more than `previous`,
+    /// waiting (bounded): the server writes it after its own closing
+    /// handshake, which can come just after the client has exited.
+    func summary(after previous: Int, timeout: TimeInterval = 30) -> JSONValue? {
+        let deadline = Date().addingTimeInterval(timeout)
+        while Date() < deadline {
+            let all = summaries
+            if all.count > previous { return all.last }
+            usleep(20_000)
+        }
+        return nil
+    }
 }
 
 struct HarnessError: Error, CustomStringConvertible {
@@ -407,18 +420,19 @@ extension PeerSyncTests {
         #expect(j.status == 0, "\(j.err)")
         #expect(j.json?.at("proof", "received", "state")?.stringValue == "kept")
         #expect(j.json?.at("proof", "received", "until")?.stringValue == tx.expires.rfc3339)
-        #expect(server.summaries.last?.at("proof", "sent")?.boolValue == true)
+        #expect(server.summary(after: 0)?.at("proof", "sent")?.boolValue == true)
         // The member re-checks at launch: premium, by the owner's proof and policy.
         let ownerID = try Household.device(owner)
         let check = try Tools.run("jws-verify", ["--db", kid, "--root", pki.rootPEM, "--now", now])
         #expect(check.status == 0, "\(check.err)")
         #expect(check.out == #"{"entitled":true,"until":"\#(tx.expires.rfc3339)","reason":null,"source":"peer:\#(ownerID)"}"# + "\n")
         // Next contact: the same proof each way is already known.
+        let before = server.summaries.count
         let again = try Tools.run("peer-sync", ["connect", "--db", kid, "--root", pki.rootPEM, "--now", now, server.address])
         #expect(again.status == 0, "\(again.err)")
         #expect(again.json?.at("proof", "received", "state")?.stringValue == "known")
         #expect(again.json?.at("proof", "sent")?.boolValue == true)
-        #expect(server.summaries.last?.at("proof", "received", "state")?.stringValue == "known")
+        #expect(server.summary(after: before)?.at("proof", "received", "state")?.stringValue == "known")
         let st = try #require(try Tools.run("peer-sync", ["status", "--db", kid, "--root", pki.rootPEM, "--now", now]).json)
         #expect(st.at("proof", "entitled")?.boolValue == true)
         #expect(st.at("proof", "held")?.int64Value == 1)
