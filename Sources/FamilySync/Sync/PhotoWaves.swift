@@ -46,8 +46,14 @@ final class PhotoWaves {
     /// When the current wave times out, if one is waiting.
     var timeoutDeadline: Deadline? { outstanding.isEmpty ? nil : lastActivity.adding(waveTimeout) }
 
-    /// A batch of the peer's records was applied: it may name photos.
-    func recordsApplied() { recordsSinceExhausted = true }
+    /// A batch of the peer's records was applied (or its RECORDS-END came):
+    /// the batch may name photos, and a peer still sending records is not
+    /// silent. It answers photo requests once its records are out, so a wave
+    /// asked for early waits behind them without timing out.
+    func recordsArrived() {
+        recordsSinceExhausted = true
+        if !outstanding.isEmpty { lastActivity = Deadline.now() }
+    }
 
     /// Sends the next wave when the last one is complete. Returns the number
     /// of photos asked for, 0 when nothing was sent, and marks the waves

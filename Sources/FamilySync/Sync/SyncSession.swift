@@ -312,6 +312,7 @@ final class SyncSession {
                 throw ProtocolError("RECORDS-END counts \(count) records, but \(summary.recordsReceived) arrived")
             }
             peerRecordsEnded = true
+            waves.recordsArrived()
         case .photoRequest:
             guard peerDone == nil else { throw ProtocolError("PHOTO-REQUEST after DONE") }
             try responder.enqueue(f)
@@ -364,7 +365,7 @@ final class SyncSession {
         let now = clock.now()
         let s = try store.write { try store.applyRemoteInTransaction(records, now: now) }
         seqsUsedForPeer += Int64(s.applied)
-        waves.recordsApplied()
+        waves.recordsArrived()
         summary.recordsReceived += Int64(records.count)
         summary.recordsApplied += Int64(s.applied)
         summary.recordsClamped += Int64(s.clamped)

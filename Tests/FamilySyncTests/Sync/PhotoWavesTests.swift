@@ -31,7 +31,7 @@ import Testing
         #expect(try w.nextWave(recordsComplete: false) == nil)
 
         _ = try s.applyRemote([try SyncStateTests.record("a", photos: early)], now: now)
-        w.recordsApplied()
+        w.recordsArrived()
         var asked: [String] = []
         while let wave = try w.nextWave(recordsComplete: false) {
             #expect(wave.count <= SyncLimits.waveSize)
@@ -44,7 +44,7 @@ import Testing
 
         // The last batch names photos that sort before everything asked for so far.
         _ = try s.applyRemote([try SyncStateTests.record("b", photos: late)], now: now)
-        w.recordsApplied()
+        w.recordsArrived()
         while let wave = try w.nextWave(recordsComplete: true) {
             for h in wave { try w.handleUnavailable(Self.unavailable(h)) }
             asked += wave
@@ -53,6 +53,25 @@ import Testing
         #expect(Set(asked).count == asked.count)  // no photo asked for twice
         #expect(w.finished)
         #expect(w.unavailable == 50)
+    }
+
+    /// A wave asked for while the peer is still sending records is not silent
+    /// while records keep coming; once they stop, the timeout runs.
+    @Test func aWaveWaitingBehindRecordsDoesNotTimeOut() throws {
+        let (s, dir) = try SyncStateTests.tempStore()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        _ = try s.applyRemote([try SyncStateTests.record("a", photos: Self.hashes(0..<3))], now: Timestamp.current())
+        let w = PhotoWaves(store: s, waveTimeout: TimeSpan(milliseconds: 1_000))
+        w.recordsArrived()
+        #expect(try w.nextWave(recordsComplete: false)?.count == 3)
+        for _ in 0..<15 {
+            usleep(100_000)
+            w.recordsArrived()
+            #expect(w.expireIfSilent() == 0)
+        }
+        usleep(1_300_000)
+        #expect(w.expireIfSilent() == 3)
+        #expect(w.unavailable == 3)
     }
 
     @Test func withEveryRecordInOnePassIsEnough() throws {
