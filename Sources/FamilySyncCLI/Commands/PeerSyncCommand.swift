@@ -300,6 +300,12 @@ public enum PeerSyncCommand {
         } else {
             throw ToolError.usage("the offer carries no address: give --connect HOST:PORT")
         }
+        return try runClient(ctx) { client, wait in try client.join(offer: offer, at: target, wait: wait) }
+    }
+
+    /// One client session (join or connect): the store, options and progress
+    /// set up, `session` run, its summary printed.
+    private static func runClient(_ ctx: ToolContext, _ session: (SyncClient, TimeSpan) throws -> SyncSummary) throws -> ExitStatus {
         let opts = try options(ctx)
         let wait = try waitSpan(ctx)
         let store = try ctx.store()
@@ -307,7 +313,7 @@ public enum PeerSyncCommand {
         installStopHandlers()
         let client = try SyncClient(store: store, options: opts, now: ctx.now, observer: obs, verifier: try verifier(ctx))
         defer { ctx.endProgress() }
-        let summary = try client.join(offer: offer, at: target, wait: wait)
+        let summary = try session(client, wait)
         ctx.endProgress()
         try ctx.out.writeLine(summary.json)
         return .success
@@ -317,17 +323,9 @@ public enum PeerSyncCommand {
 
     static func runConnect(_ ctx: ToolContext) throws -> ExitStatus {
         let target = try ctx.args.argument("HOST:PORT").map { try address($0, option: "HOST:PORT") }
-        let opts = try options(ctx)
-        let wait = try waitSpan(ctx)
-        let store = try ctx.store()
-        let (obs, _) = try observer(ctx)
-        installStopHandlers()
-        let client = try SyncClient(store: store, options: opts, now: ctx.now, observer: obs, verifier: try verifier(ctx))
-        defer { ctx.endProgress() }
-        let summary = try target.map { try client.sync(with: $0, wait: wait) } ?? client.syncNow(wait: wait)
-        ctx.endProgress()
-        try ctx.out.writeLine(summary.json)
-        return .success
+        return try runClient(ctx) { client, wait in
+            try target.map { try client.sync(with: $0, wait: wait) } ?? client.syncNow(wait: wait)
+        }
     }
 
     // MARK: revoke
