@@ -208,22 +208,8 @@ public enum RecordMerge {
             entry.time = r.time
             if r.deleted == 1 { entry.flags |= MergeEntry.deletedFlag }
             if job.remote { entry.flags |= MergeEntry.remoteFlag }
-            if r.id.escaped {
-                let d = RecordScanner.decode(base, r.id)
-                entry.id = res.arena.store(d)
-                entry.idLen = Int32(d.count)
-            } else {
-                entry.id = base + r.id.start
-                entry.idLen = Int32(r.id.count)
-            }
-            if r.deviceID.escaped {
-                let d = RecordScanner.decode(base, r.deviceID)
-                entry.device = res.arena.store(d)
-                entry.deviceLen = Int32(d.count)
-            } else {
-                entry.device = base + r.deviceID.start
-                entry.deviceLen = Int32(r.deviceID.count)
-            }
+            (entry.id, entry.idLen) = stringBytes(base, r.id, arena: res.arena)
+            (entry.device, entry.deviceLen) = stringBytes(base, r.deviceID, arena: res.arena)
             entry.prefix = MergeEntry.prefix(entry.id, Int(entry.idLen))
             var time = r.time
             if job.remote && time > job.clampLimit {
@@ -243,6 +229,15 @@ public enum RecordMerge {
             }
             res.entries.append(entry)
         }
+    }
+
+    /// A scanned string's content: in place in the input when it has no
+    /// escapes, else decoded into `arena`.
+    @inline(__always)
+    static func stringBytes(_ base: UnsafePointer<UInt8>, _ span: RecordScan.StringSpan, arena: ByteArena) -> (UnsafePointer<UInt8>, Int32) {
+        guard span.escaped else { return (base + span.start, Int32(span.count)) }
+        let d = RecordScanner.decode(base, span)
+        return (arena.store(d), Int32(d.count))
     }
 
     @inline(__always)
