@@ -9,31 +9,23 @@ import FamilySyncCLI
 /// ephemeral port, its stdout, stderr and events in files. Killed (SIGKILL)
 /// when the value goes away if it is still running.
 final class ServeProcess {
-    let process = Process()
+    private let run: BackgroundRun
     let dir: TempDir
     let name: String
     let events: String
-    let stdoutPath: String
-    let stderrPath: String
     private(set) var port: UInt16 = 0
+
+    var process: Process { run.process }
+    var stdoutPath: String { run.stdoutPath }
+    var stderrPath: String { run.stderrPath }
 
     /// Starts `peer-sync serve --db DB --listen 127.0.0.1:0 --events …` and waits for its 'listening' event.
     init(db: String, dir: TempDir, name: String = "serve", extra: [String] = []) throws {
         self.dir = dir
         self.name = name
         events = dir.file("\(name).events")
-        stdoutPath = dir.file("\(name).out")
-        stderrPath = dir.file("\(name).err")
-        for p in [events, stdoutPath, stderrPath] { FileManager.default.createFile(atPath: p, contents: nil) }
-        process.executableURL = URL(fileURLWithPath: Tools.path("peer-sync"))
-        process.arguments = ["serve", "--db", db, "--listen", "127.0.0.1:0", "--events", events] + extra
-        var env = ProcessInfo.processInfo.environment
-        env.removeValue(forKey: "FAMILY_SYNC_DB")
-        process.environment = env
-        process.standardOutput = FileHandle(forWritingAtPath: stdoutPath)
-        process.standardError = FileHandle(forWritingAtPath: stderrPath)
-        process.standardInput = FileHandle.nullDevice
-        try process.run()
+        FileManager.default.createFile(atPath: events, contents: nil)
+        run = try BackgroundRun("peer-sync", ["serve", "--db", db, "--listen", "127.0.0.1:0", "--events", events] + extra, dir: dir, name: name)
         guard let e = waitForEvent("listening", timeout: 20), let addr = e["address"]?.stringValue,
               let p = addr.split(separator: ":").last.flatMap({ UInt16($0) }) else {
             stop()
@@ -41,8 +33,6 @@ final class ServeProcess {
         }
         port = p
     }
-
-    deinit { if process.isRunning { kill(process.processIdentifier, SIGKILL); process.waitUntilExit() } }
 
     var address: String { "127.0.0.1:\(port)" }
     var pid: Int32 { process.processIdentifier }

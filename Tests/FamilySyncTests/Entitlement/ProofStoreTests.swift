@@ -5,16 +5,10 @@ import Testing
 /// Keeping proofs in a store and the launch-time re-check.
 @Suite final class ProofStoreTests {
     let pki = TestPKI.appleLike
-    let dir: String
+    let dir = TempFolder("proof-store-test")
     let store: Store
 
-    init() throws {
-        var template = Array((NSTemporaryDirectory() + "/proof-store-test.XXXXXX").utf8CString)
-        dir = template.withUnsafeMutableBufferPointer { String(cString: mkdtemp($0.baseAddress!)) }
-        store = try Store(path: dir + "/store.db")
-    }
-
-    deinit { try? FileManager.default.removeItem(atPath: dir) }
+    init() throws { store = try Store(path: dir.path + "/store.db") }
 
     func token(signed: String = "2026-06-01T12:00:00Z", expires: String? = "2026-12-30T10:00:00Z", extra: [(String, JSONValue)] = []) -> String {
         ProofVerifierTests.token(pki, payload: TokenBuilder.transaction(signedDate: TestPKI.t(signed), expires: expires.map(TestPKI.t), extra: extra))

@@ -12,7 +12,7 @@ import Testing
     struct Sample { var kind: TestImages.Distortion; var text: String; var image: GrayImage }
 
     static let corpus: [Sample] = {
-        var rng = SeededRandom(seed: seed)
+        var rng = SplitMix64(seed: seed)
         var out: [Sample] = []
         for kind in TestImages.Distortion.allCases {
             for _ in 0..<perKind {
@@ -50,7 +50,7 @@ import Testing
     }
 
     @Test func aBlankOrRandomImageDecodesNothing() {
-        var rng = SeededRandom(seed: 7)
+        var rng = SplitMix64(seed: 7)
         let noise = GrayImage(width: 300, height: 200, pixels: rng.bytes(300 * 200))
         let blank = GrayImage(width: 300, height: 200, fill: 255)
         let reader = QRReader()
@@ -66,7 +66,7 @@ import Testing
     @Test func aDamagedCodeIsNothingDecodedNotAGuess() throws {
         // Wipe a third of a level-L code: beyond what error correction can
         // repair, so nothing may come out, whatever the ladder tries.
-        var rng = SeededRandom(seed: 11)
+        var rng = SplitMix64(seed: 11)
         let text = TestImages.offerText(&rng)
         var img = try TestImages.code(text, level: .L, module: 4)
         let start = img.height / 3
@@ -76,7 +76,7 @@ import Testing
     }
 
     @Test func aPhotoOverTheWorkingSizeIsScannedWholeThenOnASmallerCopy() throws {
-        var rng = SeededRandom(seed: 3)
+        var rng = SplitMix64(seed: 3)
         let text = TestImages.offerText(&rng)
         let code = try TestImages.code(text, module: 6)
         var big = GrayImage(width: 3000, height: 2800, fill: 200)

@@ -9,14 +9,9 @@ import Testing
     static let now = Timestamp(rfc3339: "2026-11-30T10:00:00Z")!
 
     final class TempStore {
-        let dir: String
+        let dir = TempFolder("fs-offers")
         let store: Store
-        init() throws {
-            var t = Array((NSTemporaryDirectory() + "/fs-offers.XXXXXX").utf8CString)
-            dir = t.withUnsafeMutableBufferPointer { String(cString: mkdtemp($0.baseAddress!)) }
-            store = try Store(path: dir + "/s.db")
-        }
-        deinit { try? FileManager.default.removeItem(atPath: dir) }
+        init() throws { store = try Store(path: dir.path + "/s.db") }
     }
 
     @Test func firstOfferCreatesTheFamilyWithThisDeviceAsOwner() throws {
@@ -75,7 +70,7 @@ import Testing
 
     @Test func concurrentRedemptionsAdmitOneDevice() throws {
         let t = try TempStore()
-        let path = t.dir + "/shared.db"
+        let path = t.dir.path + "/shared.db"
         // Made and closed first, so the other connections find a finished store.
         let o = try { let s = try Store(path: path); return try s.makeOffer(ttl: .minutes(10), address: nil, now: OfferRegistryTests.now) }()
         nonisolated(unsafe) let results = UnsafeMutableBufferPointer<Int>.allocate(capacity: 8)

@@ -35,7 +35,7 @@ import Testing
     }
 
     @Test func binaryStaysBinary() throws {
-        var rng = SeededRandom(seed: 5)
+        var rng = SplitMix64(seed: 5)
         for n in [1, 17, 64, 200] {
             var b = rng.bytes(n)
             if n > 2 { b[0] = 0xFF; b[1] = 0x00 }  // never valid UTF-8

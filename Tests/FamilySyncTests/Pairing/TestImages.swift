@@ -2,18 +2,9 @@ import Foundation
 @testable import FamilySync
 @testable import FamilySyncImaging
 
-/// A seeded generator (SplitMix64): the same seed gives the same corpus on
-/// every machine.
-struct SeededRandom {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
+/// Draws for the image corpora from the shared seeded generator: the same
+/// seed gives the same corpus on every machine.
+extension SplitMix64 {
     mutating func unit() -> Double { Double(next() >> 11) / Double(1 << 53) }
     mutating func uniform(_ a: Double, _ b: Double) -> Double { a + (b - a) * unit() }
     mutating func int(_ r: ClosedRange<Int>) -> Int { r.lowerBound + Int(next() % UInt64(r.count)) }
@@ -27,7 +18,7 @@ struct SeededRandom {
 /// Photo-like test images of QR codes, made with the library's own encoder
 /// and plain arithmetic: no files, no network, no Python.
 enum TestImages {
-    static func offerText(_ rng: inout SeededRandom) -> String {
+    static func offerText(_ rng: inout SplitMix64) -> String {
         let hex = Array("0123456789ABCDEF")
         var u = (0..<32).map { _ in hex[rng.int(0...15)] }
         u[12] = "4"
@@ -119,7 +110,7 @@ enum TestImages {
     }
 
     /// One hard image: a code under `kind` (strongly) and mild camera noise.
-    static func hard(_ kind: Distortion, text: String, rng: inout SeededRandom) throws -> GrayImage {
+    static func hard(_ kind: Distortion, text: String, rng: inout SplitMix64) throws -> GrayImage {
         let module = kind == .downscale ? 6 : rng.int(3...4)
         let code = try code(text, level: .M, module: module)
         let side = Double(code.width)

@@ -63,7 +63,8 @@ enum RT {
     }
 }
 
-/// A small seeded generator, so a failing property names a seed that reproduces it.
+/// A small seeded generator (SplitMix64) for every test that draws at random:
+/// a failing property or image corpus names a seed that reproduces it.
 struct SplitMix64: RandomNumberGenerator {
     var state: UInt64
     init(seed: UInt64) { state = seed }

@@ -10,7 +10,7 @@ import Testing
     }
 
     @Test func keepsTheLogBoundedWhileWriting() throws {
-        let d = StoreOpeningTests.Dir()
+        let d = TempFolder("fs-store")
         let p = d.path + "/store.db"
         let store = try Store(path: p)
         let before = try store.db.scalarInt("PRAGMA wal_autocheckpoint")

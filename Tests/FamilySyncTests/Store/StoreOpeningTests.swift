@@ -5,15 +5,6 @@ import CSQLite
 
 /// Store creation, permissions, and refusal of files that are not ours.
 @Suite struct StoreOpeningTests {
-    final class Dir {
-        let path: String
-        init() {
-            var t = Array((NSTemporaryDirectory() + "/fs-store.XXXXXX").utf8CString)
-            path = t.withUnsafeMutableBufferPointer { String(cString: mkdtemp($0.baseAddress!)) }
-        }
-        deinit { try? FileManager.default.removeItem(atPath: path) }
-    }
-
     func mode(_ p: String) -> mode_t {
         var st = stat()
         stat(p, &st)
@@ -21,7 +12,7 @@ import CSQLite
     }
 
     @Test func createsStoreWithIdentityAndPrivateMode() throws {
-        let d = Dir()
+        let d = TempFolder("fs-store")
         let p = d.path + "/nested/dir/store.db"
         let s = try Store(path: p)
         let id = try s.deviceID
@@ -40,7 +31,7 @@ import CSQLite
     }
 
     @Test func umaskDoesNotWidenMode() throws {
-        let d = Dir()
+        let d = TempFolder("fs-store")
         let old = umask(0)
         defer { umask(old) }
         let p = d.path + "/s.db"
@@ -63,7 +54,7 @@ import CSQLite
     }
 
     @Test func refusesNonStoreFileUntouched() throws {
-        let d = Dir()
+        let d = TempFolder("fs-store")
         let p = d.path + "/notes.txt"
         try Data("these are my notes, not a database\n".utf8).write(to: URL(fileURLWithPath: p))
         try expectRefused(p, containing: "is not a family-sync store (not an SQLite database)")
@@ -73,7 +64,7 @@ import CSQLite
     }
 
     @Test func refusesSomeoneElsesDatabaseUntouched() throws {
-        let d = Dir()
+        let d = TempFolder("fs-store")
         let p = d.path + "/other.db"
         var h: OpaquePointer?
         sqlite3_open(p, &h)
@@ -83,7 +74,7 @@ import CSQLite
     }
 
     @Test func refusesNewerStoreUntouched() throws {
-        let d = Dir()
+        let d = TempFolder("fs-store")
         let p = d.path + "/future.db"
         do {
             let s = try Store(path: p)
@@ -93,12 +84,12 @@ import CSQLite
     }
 
     @Test func refusesDirectory() throws {
-        let d = Dir()
+        let d = TempFolder("fs-store")
         #expect(throws: ToolError.self) { try Store(path: d.path) }
     }
 
     @Test func emptyFileBecomesStore() throws {
-        let d = Dir()
+        let d = TempFolder("fs-store")
         let p = d.path + "/empty.db"
         FileManager.default.createFile(atPath: p, contents: Data(), attributes: [.posixPermissions: 0o600])
         let s = try Store(path: p)
@@ -113,7 +104,7 @@ import CSQLite
     }
 
     @Test func writesAreAllOrNothing() throws {
-        let d = Dir()
+        let d = TempFolder("fs-store")
         let s = try Store(path: d.path + "/t.db")
         struct Boom: Error {}
         #expect(throws: Boom.self) {

@@ -22,7 +22,7 @@ import Testing
     /// Waves start with the first records; photos named later, behind the
     /// cursor, are still asked for, once, before the waves are over.
     @Test func wavesStartBeforeTheLastRecordAndMissNothing() throws {
-        let (s, dir) = try SyncStateTests.tempStore()
+        let (s, dir) = try RT.store()
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let now = Timestamp.current()
         let all = Self.hashes(0..<50).sorted()
@@ -58,7 +58,7 @@ import Testing
     /// A wave asked for while the peer is still sending records is not silent
     /// while records keep coming; once they stop, the timeout runs.
     @Test func aWaveWaitingBehindRecordsDoesNotTimeOut() throws {
-        let (s, dir) = try SyncStateTests.tempStore()
+        let (s, dir) = try RT.store()
         defer { try? FileManager.default.removeItem(atPath: dir) }
         _ = try s.applyRemote([try SyncStateTests.record("a", photos: Self.hashes(0..<3))], now: Timestamp.current())
         let w = PhotoWaves(store: s, waveTimeout: TimeSpan(milliseconds: 1_000))
@@ -75,7 +75,7 @@ import Testing
     }
 
     @Test func withEveryRecordInOnePassIsEnough() throws {
-        let (s, dir) = try SyncStateTests.tempStore()
+        let (s, dir) = try RT.store()
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let all = Self.hashes(0..<3)
         _ = try s.applyRemote([try SyncStateTests.record("a", photos: all)], now: Timestamp.current())
@@ -109,7 +109,7 @@ import Testing
 
     /// A received photo is kept only whole and matching its hash, written from its chunks.
     @Test func receivedPhotoIsKeptFromItsChunks() throws {
-        let (s, dir) = try SyncStateTests.tempStore()
+        let (s, dir) = try RT.store()
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let bytes = (0..<150_000).map { UInt8(truncatingIfNeeded: $0 &* 3) }
         let h = Hex.encode(SHA256.hash(bytes))

@@ -3,19 +3,13 @@ import Testing
 @testable import FamilySync
 
 @Suite struct SyncStateTests {
-    static func tempStore() throws -> (Store, String) {
-        let dir = NSTemporaryDirectory() + "/fs-syncstate-\(UUID().uuidString)"
-        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
-        return (try Store(path: dir + "/s.db"), dir)
-    }
-
     static func record(_ id: String, photos: [String] = [], size: Int = 10) throws -> Record {
         let ph = photos.isEmpty ? "" : ",\"photos\":[" + photos.map { "\"\($0)\"" }.joined(separator: ",") + "]"
         return try Record(line: "{\"id\":\"\(id)\",\"type\":\"t\",\"modifiedAt\":\"2026-11-30T10:00:00.000Z\",\"deviceId\":\"D\",\"deleted\":false,\"data\":{\"x\":\"\(String(repeating: "y", count: size))\"}\(ph)}")
     }
 
     @Test func revocationMovesTheFamilyKeyAndFreesAPlace() throws {
-        let (s, dir) = try Self.tempStore()
+        let (s, dir) = try RT.store()
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let now = Timestamp.current()
         _ = try s.write { try s.createFamily(now: now) }
@@ -33,7 +27,7 @@ import Testing
     }
 
     @Test func rosterMergeOnlyAccumulatesRevocationsUnlessAuthoritative() throws {
-        let (s, dir) = try Self.tempStore()
+        let (s, dir) = try RT.store()
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let d = try randomUUID(), t = Timestamp.current()
         try s.write { try s.mergeRosterEntry(device: d, role: .member, joinedAt: t, revokedAt: t, authoritative: false) }
@@ -44,7 +38,7 @@ import Testing
     }
 
     @Test func recordBatchesAreBoundedByCountBytesAndSnapshot() throws {
-        let (s, dir) = try Self.tempStore()
+        let (s, dir) = try RT.store()
         defer { try? FileManager.default.removeItem(atPath: dir) }
         _ = try s.applyRemote(try (0..<50).map { try Self.record("r\($0)", size: 1000) }, now: Timestamp.current())
         let b1 = try s.exportRecordBatch(after: 0, upTo: 40, maxCount: 100, maxBytes: 10_000)
@@ -66,7 +60,7 @@ import Testing
     }
 
     @Test func wavesPageThroughWantedPhotosInHashOrder() throws {
-        let (s, dir) = try Self.tempStore()
+        let (s, dir) = try RT.store()
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let hashes = (0..<45).map { Hex.encode(SHA256.hash("photo \($0)")) }
         _ = try s.applyRemote([try Self.record("r", photos: hashes)], now: Timestamp.current())
@@ -83,7 +77,7 @@ import Testing
     }
 
     @Test func photosAreReadInChunks() throws {
-        let (s, dir) = try Self.tempStore()
+        let (s, dir) = try RT.store()
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let bytes = (0..<100_000).map { UInt8(truncatingIfNeeded: $0 &* 31) }
         let h = try s.addPhoto(bytes, now: Timestamp.current())
