@@ -25,16 +25,14 @@ let package = Package(
         // The shared core: records and the LWW rule, the store, crypto, entitlement, pairing offers, sync.
         .target(
             name: "FamilySync",
-            dependencies: ["COpenSSL", "CSQLite"],
-            swiftSettings: [.unsafeFlags(["-Ounchecked"], .when(configuration: .release))]
+            dependencies: ["COpenSSL", "CSQLite"]
         ),
         // The core's image half: reading PNG/JPEG/PNM, drawing and decoding QR codes. Its own
         // target so only pair-qr and pair-scan load libzbar (and with it X11, dbus, v4l),
         // libqrencode, libpng and libjpeg; the other tools start faster without them.
         .target(
             name: "FamilySyncImaging",
-            dependencies: ["FamilySync", "CQREncode", "CZBar", "CPNG", "CJPEG"],
-            swiftSettings: [.unsafeFlags(["-Ounchecked"], .when(configuration: .release))]
+            dependencies: ["FamilySync", "CQREncode", "CZBar", "CPNG", "CJPEG"]
         ),
         // Command-line support shared by the six tools; the core never imports it.
         .target(name: "FamilySyncCLI", dependencies: ["FamilySync"]),
