@@ -102,8 +102,9 @@ public final class TLSConnection {
         return Unmanaged<TLSConnection>.fromOpaque(p).takeUnretainedValue()
     }
 
-    /// Runs the handshake to completion or the deadline.
-    public func handshake(deadline: Deadline) throws {
+    /// Runs the handshake to completion or the deadline; `onProgress` hears
+    /// each time the socket was ready (bytes can move).
+    public func handshake(deadline: Deadline, onProgress: () -> Void = {}) throws {
         while true {
             ERR_clear_error()
             errno = 0
@@ -112,8 +113,10 @@ public final class TLSConnection {
             switch SSL_get_error(ssl, rc) {
             case SSL_ERROR_WANT_READ:
                 guard try socket.wait(for: Int16(POLLIN), deadline: deadline) else { throw TLSError(.timeout, "TLS handshake timed out") }
+                onProgress()
             case SSL_ERROR_WANT_WRITE:
                 guard try socket.wait(for: Int16(POLLOUT), deadline: deadline) else { throw TLSError(.timeout, "TLS handshake timed out") }
+                onProgress()
             default:
                 throw TLSError(.handshake, "TLS handshake with \(socket.address) failed")
             }

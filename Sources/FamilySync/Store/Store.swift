@@ -44,6 +44,26 @@ public final class Store {
         try migrate()
     }
 
+    /// A second connection to this same store, for another thread of this
+    /// process. It skips the checks `init(path:)` makes by reading the file
+    /// directly: closing any descriptor of a file drops every POSIX lock the
+    /// process holds on it, SQLite's own included, and a store whose locks
+    /// vanish under an open connection can lose another process's commits.
+    public func anotherConnection() throws -> Store {
+        do {
+            let db = try Database(path: path, flags: SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX)
+            try db.execute("PRAGMA foreign_keys = ON;")
+            return Store(path: path, db: db)
+        } catch let e as SQLiteError {
+            throw ToolError(.ioError, "cannot open store \(path): \(e.message)")
+        }
+    }
+
+    private init(path: String, db: Database) {
+        self.path = path
+        self.db = db
+    }
+
     /// The store path from `--db`, else `$FAMILY_SYNC_DB`, else the per-user
     /// data directory (`$XDG_DATA_HOME/family-sync/store.db`).
     public static func defaultPath(environment env: [String: String] = ProcessInfo.processInfo.environment) -> String {
