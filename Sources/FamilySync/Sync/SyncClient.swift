@@ -157,7 +157,11 @@ public final class SyncClient {
     /// The one frame an unauthenticated session may carry.
     private func readNotice(_ channel: FrameChannel, from address: HostPort) throws -> Notice {
         let f: Frame?
-        do { f = try channel.receive(deadline: Deadline(after: SyncLimits.noticeTimeout)) } catch {
+        channel.maxPayload = Frame.maxNoticeBytes
+        do { f = try channel.receive(deadline: Deadline(after: SyncLimits.noticeTimeout)) } catch let e as ProtocolError {
+            _ = channel.tls.shutdown(deadline: Deadline(after: TimeSpan.seconds(1)))
+            throw ToolError(.dataError, "protocol error from \(address): a notice before authentication: \(e.message)")
+        } catch {
             throw ToolError(.unavailable, "\(address) did not accept this device's key and sent no reason")
         }
         _ = channel.tls.shutdown(deadline: Deadline(after: TimeSpan.seconds(1)))
