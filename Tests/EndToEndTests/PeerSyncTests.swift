@@ -346,6 +346,7 @@ extension PeerSyncTests {
 
     @Test func statusOfAStoreWithoutAFamily() throws {
         let dir = TempDir()
+        _ = try Store(path: dir.file("new.db"))
         let r = try Tools.run("peer-sync", ["status", "--db", dir.file("new.db")])
         #expect(r.status == 0)
         let s = try #require(r.json)

@@ -26,7 +26,11 @@ public enum PeerSyncCommand {
         connects while a session runs gets an explicit busy reply (its connect \
         retries). Pairing joins are accepted for this store's open offers (see \
         pair-qr(1)): the offer's nonce is consumed in the same transaction that \
-        admits the device. Each session's JSON summary is printed on standard \
+        admits the device. A connection that has not authenticated yet gets \
+        at most \(SyncLimits.preAuthGrace) and a thread of its own; at most \
+        \(SyncLimits.preAuthLimit) such are held, and past that the one stalled \
+        longest is dropped, so idle or half-open connections cannot hold up a \
+        real peer. Each session's JSON summary is printed on standard \
         output as one line. Runs until interrupted, or with --once until the first session ends.
         """,
         options: [CommonOptions.db,
@@ -181,12 +185,7 @@ public enum PeerSyncCommand {
 
     /// `--wait`: a duration, 0 included (one try, no retry).
     static func waitSpan(_ ctx: ToolContext) throws -> TimeSpan {
-        guard let v = ctx.args.value("wait") else { return SyncLimits.defaultBusyWait }
-        if v == "0" { return TimeSpan(milliseconds: 0) }
-        guard let t = TimeSpan(parsing: v), t.milliseconds >= 0 else {
-            throw ToolError.usage("--wait: '\(v)' is not a duration (like 0s, 30s, 10m)")
-        }
-        return t
+        try ctx.args.timeSpan("wait", default: SyncLimits.defaultBusyWait, allowZero: true)
     }
 
     /// The proof verifier, pinned on --root when given.
@@ -259,7 +258,7 @@ public enum PeerSyncCommand {
     static func runServe(_ ctx: ToolContext) throws -> ExitStatus {
         let listen = try address(ctx.args.value("listen") ?? "0.0.0.0:\(SyncLimits.defaultPort)", option: "--listen")
         let opts = try options(ctx)
-        let store = try ctx.store()
+        let store = try ctx.store(create: false)
         let (obs, _) = try observer(ctx)
         installStopHandlers()
         let server = try SyncServer(store: store, options: opts, now: ctx.now, observer: obs, verifier: try verifier(ctx))
@@ -283,7 +282,7 @@ public enum PeerSyncCommand {
         let source = ctx.args.argument("OFFER") ?? "-"
         let text: String
         if source == "-" {
-            text = String(decoding: FileHandle.standardInput.readData(ofLength: OfferInput.maxBytes + 1), as: UTF8.self)
+            text = String(decoding: try StandardStreams.readInput(limit: OfferInput.maxBytes + 1), as: UTF8.self)
         } else {
             guard let d = FileManager.default.contents(atPath: source) else { throw ToolError.noInput("\(source): cannot read the offer") }
             text = String(decoding: d.prefix(OfferInput.maxBytes + 1), as: UTF8.self)
@@ -300,15 +299,23 @@ public enum PeerSyncCommand {
         } else {
             throw ToolError.usage("the offer carries no address: give --connect HOST:PORT")
         }
-        return try runClient(ctx) { client, wait in try client.join(offer: offer, at: target, wait: wait) }
+        // A join that fails before the family is stored leaves no store (nor folder) behind.
+        let footprint = NewStoreFootprint(path: ctx.storePath)
+        do {
+            return try runClient(ctx, createStore: true) { client, wait in try client.join(offer: offer, at: target, wait: wait) }
+        } catch {
+            if !footprint.existedBefore, ctx.closeStoreIfNotJoined() { footprint.remove() }
+            throw error
+        }
     }
 
     /// One client session (join or connect): the store, options and progress
     /// set up, `session` run, its summary printed.
-    private static func runClient(_ ctx: ToolContext, _ session: (SyncClient, TimeSpan) throws -> SyncSummary) throws -> ExitStatus {
+    private static func runClient(_ ctx: ToolContext, createStore: Bool = false,
+                                  _ session: (SyncClient, TimeSpan) throws -> SyncSummary) throws -> ExitStatus {
         let opts = try options(ctx)
         let wait = try waitSpan(ctx)
-        let store = try ctx.store()
+        let store = try ctx.store(create: createStore)
         let (obs, _) = try observer(ctx)
         installStopHandlers()
         let client = try SyncClient(store: store, options: opts, now: ctx.now, observer: obs, verifier: try verifier(ctx))
@@ -331,7 +338,7 @@ public enum PeerSyncCommand {
     // MARK: revoke
 
     static func runRevoke(_ ctx: ToolContext) throws -> ExitStatus {
-        let store = try ctx.store()
+        let store = try ctx.store(create: false)
         guard let fam = try store.family() else { throw ToolError(.noInput, "this store belongs to no family") }
         guard fam.role == .owner else {
             throw ToolError(.noPermission, "this store is a member of family \(fam.id); only the owner's device revokes devices")
@@ -363,7 +370,7 @@ public enum PeerSyncCommand {
     // MARK: status
 
     static func runStatus(_ ctx: ToolContext) throws -> ExitStatus {
-        let store = try ctx.store()
+        let store = try ctx.store(create: false)
         let me = try store.deviceID
         let fam = try store.family()
         let devices = try store.devices().map { d -> JSONValue in
