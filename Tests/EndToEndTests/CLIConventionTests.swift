@@ -127,7 +127,7 @@ import FamilySyncCLI
     }
 
     /// The other tools reading "-" with standard input closed: 74 as well.
-    @Test(arguments: [("merge-records", ["-"]), ("jws-verify", ["-"]), ("pair-scan", ["-"])])
+    @Test(arguments: [("merge-records", ["-", "/nonexistent.ndjson"]), ("jws-verify", ["--bundle-id", "com.example", "-"]), ("pair-scan", ["-"])])
     func readingClosedStdinIsAnIOError(tool: String, args: [String]) throws {
         let r = try Tools.run(tool, args, redirecting: "<&-")
         #expect(r.status == 74, "\(tool): \(r.status) \(r.err)")

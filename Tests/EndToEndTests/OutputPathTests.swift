@@ -169,7 +169,15 @@ import FamilySync
         #expect(mkfifo(fifo, 0o600) == 0)
         nonisolated(unsafe) var got = ""
         let reader = Thread {
-            got = String(decoding: FileManager.default.contents(atPath: fifo) ?? Data(), as: UTF8.self)
+            let fd = open(fifo, O_RDONLY)
+            var buf = [UInt8](repeating: 0, count: 1 << 16), all: [UInt8] = []
+            while fd >= 0 {
+                let n = read(fd, &buf, buf.count)
+                if n <= 0 { break }
+                all += buf[0..<n]
+            }
+            if fd >= 0 { close(fd) }
+            got = String(decoding: all, as: UTF8.self)
         }
         reader.start()
         let r = try Tools.run("merge-records", ["--now", Self.now, "--explain-file", fifo, a, b], timeout: 20)

@@ -339,6 +339,7 @@ extension PeerSyncTests {
 
     @Test func unwritableEventsFileIsAnIOError() throws {
         let dir = TempDir()
+        _ = try Store(path: dir.file("s.db"))
         let r = try Tools.run("peer-sync", ["connect", "--db", dir.file("s.db"), "--events", dir.file("no/such/dir/ev"), "127.0.0.1:9"])
         #expect(r.status == 74)
         #expect(r.err.hasPrefix("peer-sync: --events: cannot open \(dir.file("no/such/dir/ev"))"))
