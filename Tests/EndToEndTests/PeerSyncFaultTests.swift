@@ -170,7 +170,7 @@ import FamilySync
         // Wrong secret: the member's device key no longer matches the owner's copy.
         let wrong = dir.file("wrong.db")
         try FileManager.default.copyItem(atPath: member, toPath: wrong)
-        try Store(path: wrong).setOwnDeviceKey(try secureRandomBytes(32))
+        try Store(path: wrong).setOwnDeviceKey(try SecretBytes.random(count: 32))
         var ownerBefore = try Household.fingerprint(owner)
         var before = try Household.fingerprint(wrong)
         var r = try Tools.run("peer-sync", ["connect", "--db", wrong, server.address])

@@ -61,12 +61,12 @@ struct FieldReader {
         guard let v = value[k], !v.isNull else { return nil }
         return try time(k)
     }
-    func hexKey(_ k: String) throws(ProtocolError) -> [UInt8] {
+    func hexKey(_ k: String) throws(ProtocolError) -> SecretBytes {
         let s = try string(k, maxBytes: 128)
         guard s.utf8.count == SessionKeys.keyBytes * 2, let b = Hex.decode(s) else { throw fail(k, "not a 32-byte key in hex") }
-        return b
+        return SecretBytes(b)
     }
-    func optionalHexKey(_ k: String) throws(ProtocolError) -> [UInt8]? {
+    func optionalHexKey(_ k: String) throws(ProtocolError) -> SecretBytes? {
         guard let v = value[k], !v.isNull else { return nil }
         return try hexKey(k)
     }
@@ -156,7 +156,7 @@ struct FamilyMessage {
     var proof: String?
     /// The sender's proof policy (bundle ID, products, sandbox); members adopt the owner's.
     var policy: ProofPolicy?
-    var familyKey: [UInt8]?
+    var familyKey: SecretBytes?
 
     /// The most product IDs a policy may list.
     static let maxPolicyProducts = 64
@@ -165,11 +165,11 @@ struct FamilyMessage {
         var pairs: [(String, JSONValue)] = [("owner", .string(owner)), ("epoch", .int(epoch)), ("maxDevices", .int(maxDevices)),
                                             ("devices", .array(devices.map(\.json))), ("proof", .optional(proof)),
                                             ("policy", policy?.syncJSON ?? .null)]
-        if let k = familyKey { pairs.append(("familyKey", .string(Hex.encode(k)))) }
+        if let k = familyKey { pairs.append(("familyKey", .string(k.withUnsafeBytes { Hex.encode($0) }))) }
         return .object(pairs)
     }
 
-    init(owner: String, epoch: Int64, maxDevices: Int64, devices: [RosterEntry], proof: String?, policy: ProofPolicy? = nil, familyKey: [UInt8]?) {
+    init(owner: String, epoch: Int64, maxDevices: Int64, devices: [RosterEntry], proof: String?, policy: ProofPolicy? = nil, familyKey: SecretBytes?) {
         self.owner = owner
         self.epoch = epoch
         self.maxDevices = maxDevices
@@ -291,15 +291,15 @@ struct WelcomeMessage {
     var family: String
     var owner: String
     var epoch: Int64
-    var familyKey: [UInt8]
-    var deviceKey: [UInt8]
+    var familyKey: SecretBytes
+    var deviceKey: SecretBytes
 
     var json: JSONValue {
         .object([("family", .string(family)), ("owner", .string(owner)), ("epoch", .int(epoch)),
-                 ("familyKey", .string(Hex.encode(familyKey))), ("deviceKey", .string(Hex.encode(deviceKey)))])
+                 ("familyKey", .string(familyKey.withUnsafeBytes { Hex.encode($0) })), ("deviceKey", .string(deviceKey.withUnsafeBytes { Hex.encode($0) }))])
     }
 
-    init(family: String, owner: String, epoch: Int64, familyKey: [UInt8], deviceKey: [UInt8]) {
+    init(family: String, owner: String, epoch: Int64, familyKey: SecretBytes, deviceKey: SecretBytes) {
         self.family = family
         self.owner = owner
         self.epoch = epoch

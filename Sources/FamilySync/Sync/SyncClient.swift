@@ -111,7 +111,7 @@ public final class SyncClient {
     }
 
     /// The identity and PSK for a session with `server` (docs/protocol.md, "Keys").
-    private func sessionKey(server: String, family: FamilyInfo, me: String) throws -> (SessionIdentity, [UInt8]) {
+    private func sessionKey(server: String, family: FamilyInfo, me: String) throws -> (SessionIdentity, SecretBytes) {
         let epoch = try store.familyEpoch
         let identity = SessionIdentity.sync(family: family.id, client: me, server: server, epoch: epoch)
         if family.role == .owner {
@@ -130,7 +130,7 @@ public final class SyncClient {
     }
 
     /// TCP connect and TLS handshake. Nobody listening: exit 69 with the standard message.
-    private func open(_ address: HostPort, identity: [UInt8], key: [UInt8]) throws -> FrameChannel {
+    private func open(_ address: HostPort, identity: [UInt8], key: SecretBytes) throws -> FrameChannel {
         let sock: TCPSocket
         do { sock = try TCPSocket.connect(to: address, timeout: SyncLimits.connectTimeout) } catch let e as SocketError {
             emit("unreachable", [("address", .string(address.description)), ("error", .string(String(cString: strerror(e.code))))])

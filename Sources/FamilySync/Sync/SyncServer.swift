@@ -4,12 +4,12 @@ import Synchronization
 /// What the server decided for a client's PSK identity, before the handshake completes.
 enum ServerDecision {
     /// A sync session with a device that proved the key.
-    case sync(peer: String, key: [UInt8])
+    case sync(peer: String, key: SecretBytes)
     /// A pairing join on an open offer.
-    case pair(nonce: String, key: [UInt8])
+    case pair(nonce: String, key: SecretBytes)
     /// The key is known, so the refusal goes over an authenticated session
     /// (the client can trust it: a revoked device then drops to free).
-    case refuseAuthenticated(key: [UInt8], RefusalMessage)
+    case refuseAuthenticated(key: SecretBytes, RefusalMessage)
     /// No key: the refusal goes as a notice on an unauthenticated session.
     case refuse(RefusalMessage)
 
@@ -21,7 +21,7 @@ enum ServerDecision {
         }
     }
 
-    var key: [UInt8]? {
+    var key: SecretBytes? {
         switch self {
         case let .sync(_, k), let .pair(_, k), let .refuseAuthenticated(k, _): return k
         case .refuse: return nil

@@ -143,7 +143,7 @@ final class SyncSession {
 
         // FAMILY: roster, revocations, the newest proof; the family key for a member that is behind.
         let roster = try store.devices().map { RosterEntry(device: $0.deviceID, role: $0.role, joinedAt: $0.joinedAt, revokedAt: $0.revokedAt) }
-        var key: [UInt8]? = nil
+        var key: SecretBytes? = nil
         if family.role == .owner, h.epoch < (try store.familyEpoch) { key = try store.familySecret() }
         let maxDevices = Int64(family.role == .owner ? try store.maxDevices : Int(try store.meta("family_max_devices") ?? "") ?? Store.defaultMaxDevices)
         let outgoing = EntitlementExchange.outgoingProof(store, verifier: verifier, now: clock.now())
@@ -204,7 +204,11 @@ final class SyncSession {
                 received = try EntitlementExchange.receiveInTransaction(p, from: h.device, store: store, verifier: verifier, now: now)
             }
         }
-        if newKey { emit("family-key", [("epoch", .int(m.epoch))]) }
+        if newKey {
+            // The old family key's pages leave the log and the file now, not at some later checkpoint.
+            _ = try? store.scrubReplacedSecrets()
+            emit("family-key", [("epoch", .int(m.epoch))])
+        }
         summary.proofReceived = received
         switch received {
         case .none: break

@@ -362,6 +362,10 @@ public enum PeerSyncCommand {
             if already { return try store.familyEpoch }
             return try store.revokeDeviceInTransaction(dev.deviceID, now: ctx.now)
         }
+        // The old family key is overwritten (secure_delete) and its old pages leave the log.
+        if !already, !(try store.scrubReplacedSecrets()) {
+            ctx.warn("the old family key stays in the store's write-ahead log until the next checkpoint: another process is reading the store")
+        }
         let after = try store.device(dev.deviceID)
         try ctx.out.writeLine(.object([
             ("revoked", .string(dev.deviceID)), ("revokedAt", after?.revokedAt.map { .string($0.rfc3339) } ?? .null),
