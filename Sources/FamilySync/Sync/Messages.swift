@@ -65,11 +65,14 @@ struct FieldReader {
         guard let v = value[k], !v.isNull else { return nil }
         return try time(k)
     }
-    func hexKey(_ k: String) throws(ProtocolError) -> SecretBytes {
+    /// A 32-byte key in hex, as bytes (a public key).
+    func hexBytes(_ k: String) throws(ProtocolError) -> [UInt8] {
         let s = try string(k, maxBytes: 128)
         guard s.utf8.count == SessionKeys.keyBytes * 2, let b = Hex.decode(s) else { throw fail(k, "not a 32-byte key in hex") }
-        return SecretBytes(b)
+        return b
     }
+    /// A 32-byte secret key in hex, into its owner.
+    func hexKey(_ k: String) throws(ProtocolError) -> SecretBytes { SecretBytes(try hexBytes(k)) }
     func optionalHexKey(_ k: String) throws(ProtocolError) -> SecretBytes? {
         guard let v = value[k], !v.isNull else { return nil }
         return try hexKey(k)
@@ -243,7 +246,7 @@ struct FamilyMessage {
             guard v.objectValue != nil else { throw ProtocolError("FAMILY field 'roster': not an object") }
             roster = try SignedRoster(FieldReader(name: "FAMILY.roster", value: v))
         }
-        rosterKey = try r.optionalHexKey("rosterKey")
+        if let v = r.value["rosterKey"], !v.isNull { rosterKey = try r.hexBytes("rosterKey") }
         if let v = r.value["acked"], !v.isNull {
             acked = try r.int("acked")
             for (i, item) in try r.array("waitingFor", maxCount: FamilyMessage.maxRosterEntries).enumerated() {

@@ -265,26 +265,27 @@ public final class SyncClient {
             channel.send(.join, json: JoinMessage(device: me, clock: clock.now(), version: options.faults.contains(.speakVersion1) ? 1 : Int64(SyncProtocol.version)).json)
             let welcome: WelcomeMessage
             do {
-                var reply: Frame?
                 let deadline = Deadline(after: SyncLimits.noticeTimeout)
-                while reply == nil {
+                var next: Frame?
+                repeat {
                     guard let f = try channel.receive(deadline: deadline) else {
                         throw ToolError(.unavailable, "\(address) closed the connection before answering the join; nothing was stored")
                     }
-                    if f.type != .ping { reply = f }
-                }
-                switch reply!.type {
+                    next = f.type == .ping ? nil : f
+                } while next == nil
+                guard let reply = next else { throw ProtocolError("no answer to JOIN") }
+                switch reply.type {
                 case .welcome:
-                    welcome = try WelcomeMessage(reply!)
+                    welcome = try WelcomeMessage(reply)
                 case .refused:
-                    let r = try RefusalMessage(reply!)
+                    let r = try RefusalMessage(reply)
                     emit("refused", [("address", .string(address.description)), ("reason", .string(r.reason.rawValue)), ("message", .string(r.message))])
                     throw ToolError(.noPermission, "refused by \(address): \(r.message) (\(r.reason.rawValue)); nothing was stored")
                 case .error:
-                    let m = (try? FieldReader(reply!).string("message", maxBytes: 1024)) ?? ""
+                    let m = (try? FieldReader(reply).string("message", maxBytes: 1024)) ?? ""
                     throw ToolError(.dataError, "\(address) reported a protocol error: \(m); nothing was stored")
                 default:
-                    throw ProtocolError("expected WELCOME or REFUSED, got \(reply!.type.name)")
+                    throw ProtocolError("expected WELCOME or REFUSED, got \(reply.type.name)")
                 }
             } catch let e as ProtocolError {
                 throw ToolError(.dataError, "protocol error from \(address): \(e.message); nothing was stored")
@@ -302,7 +303,7 @@ public final class SyncClient {
                 try store.setOwnDeviceKey(welcome.deviceKey)
             }
             emit("joined", [("family", .string(welcome.family)), ("owner", .string(welcome.owner)), ("device", .string(me))])
-            let fam = try store.family()!
+            guard let fam = try store.family() else { throw ToolError(.software, "the family just stored could not be read back") }
             let session = SyncSession(store: store, family: fam, me: me,
                                       peer: SessionPeer(device: welcome.owner, address: address.description, side: .client, joined: true,
                                                         newToFamily: !rejoining),
