@@ -117,8 +117,9 @@ final class SyncSession {
 
     private func exchangeHellos() throws {
         snapshot = try store.currentChangeSeq
+        let ourAfter = try store.receivedCursor(from: peer.device)
         let hello = HelloMessage(device: me, family: family.id, role: family.role, clock: clock.now(),
-                                 epoch: try store.familyEpoch, after: try store.receivedCursor(from: peer.device))
+                                 epoch: try store.familyEpoch, after: ourAfter, changes: snapshot)
         channel.send(.hello, json: hello.json)
         let deadline = Deadline(after: SyncLimits.idleTimeout)
         let f = try nextFrame(deadline: deadline, expecting: "HELLO")
@@ -135,8 +136,10 @@ final class SyncSession {
         // The peer says how far of our changes it holds. More than we ever made
         // means our store went back in time (a restore): send everything.
         sendAfter = h.after <= snapshot ? h.after : 0
+        // How many records are coming at most, for progress: the peer's changes after our cursor.
+        let expected: JSONValue = h.changes.map { .int(max(0, $0 - (ourAfter <= $0 ? ourAfter : 0))) } ?? .null
         emit("hello", [("peer", .string(h.device)), ("role", .string(h.role.rawValue)), ("clockSkewMs", .int(summary.clockSkewMilliseconds)),
-                       ("full", .bool(sendAfter == 0))])
+                       ("full", .bool(sendAfter == 0)), ("recordsExpected", expected)])
         if summary.clockSkewReported {
             emit("clock-skew", [("ms", .int(summary.clockSkewMilliseconds))])
         }
@@ -263,7 +266,7 @@ final class SyncSession {
         if !waves.finished {
             if peerRecordsEnded && phase != "photos" {
                 phase = "photos"
-                emit("phase", [("phase", .string("photos"))])
+                emit("phase", [("phase", .string("photos")), ("photosWanted", .int(Int64(try store.wantedPhotoCount()) + waves.received))])
             }
             let n = try waves.advance(channel, recordsComplete: peerRecordsEnded)
             if n > 0 { emit("wave", [("wave", .int(waves.waveNumber)), ("requested", .int(n))]) }
@@ -378,7 +381,9 @@ final class SyncSession {
         let rate = (channel.bytesSent + channel.bytesReceived) * 1000 / ms
         emit("progress", [("phase", .string(phase)), ("wave", .int(waves.waveNumber)), ("bytesSent", .int(channel.bytesSent)),
                           ("bytesReceived", .int(channel.bytesReceived)), ("bytesPerSecond", .int(rate)),
-                          ("recordsReceived", .int(summary.recordsReceived)), ("photosReceived", .int(waves.received))])
+                          ("recordsReceived", .int(summary.recordsReceived)), ("photosReceived", .int(waves.received)),
+                          ("recordsSent", .int(summary.recordsSent)), ("photosSent", .int(responder.sent)),
+                          ("photosUnavailable", .int(waves.unavailable))])
     }
 
     // MARK: Closing
