@@ -13,6 +13,8 @@ let package = Package(
         .executable(name: "merge-records", targets: ["merge-records"]),
         .executable(name: "peer-sync", targets: ["peer-sync"]),
         .executable(name: "tombstone-gc", targets: ["tombstone-gc"]),
+        // The fuzz targets, for the libFuzzer package in Fuzzing/ (`make fuzz`).
+        .library(name: "FamilySyncFuzz", targets: ["FamilySyncFuzz"]),
     ],
     targets: [
         .systemLibrary(name: "COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
@@ -25,19 +27,20 @@ let package = Package(
         // The shared core: records and the LWW rule, the store, crypto, entitlement, pairing offers, sync.
         .target(
             name: "FamilySync",
-            dependencies: ["COpenSSL", "CSQLite"],
-            swiftSettings: [.unsafeFlags(["-Ounchecked"], .when(configuration: .release))]
+            dependencies: ["COpenSSL", "CSQLite"]
         ),
         // The core's image half: reading PNG/JPEG/PNM, drawing and decoding QR codes. Its own
         // target so only pair-qr and pair-scan load libzbar (and with it X11, dbus, v4l),
         // libqrencode, libpng and libjpeg; the other tools start faster without them.
         .target(
             name: "FamilySyncImaging",
-            dependencies: ["FamilySync", "CQREncode", "CZBar", "CPNG", "CJPEG"],
-            swiftSettings: [.unsafeFlags(["-Ounchecked"], .when(configuration: .release))]
+            dependencies: ["FamilySync", "CQREncode", "CZBar", "CPNG", "CJPEG"]
         ),
         // Command-line support shared by the six tools; the core never imports it.
         .target(name: "FamilySyncCLI", dependencies: ["FamilySync"]),
+
+        // One entry point per parser of outside bytes, shared by libFuzzer (Fuzzing/) and the replay tests.
+        .target(name: "FamilySyncFuzz", dependencies: ["FamilySync", "FamilySyncImaging", "FamilySyncCLI"]),
 
         .executableTarget(name: "jws-verify", dependencies: ["FamilySync", "FamilySyncCLI"]),
         .executableTarget(name: "pair-qr", dependencies: ["FamilySync", "FamilySyncImaging", "FamilySyncCLI"]),
@@ -46,7 +49,7 @@ let package = Package(
         .executableTarget(name: "peer-sync", dependencies: ["FamilySync", "FamilySyncCLI"]),
         .executableTarget(name: "tombstone-gc", dependencies: ["FamilySync", "FamilySyncCLI"]),
 
-        .testTarget(name: "FamilySyncTests", dependencies: ["FamilySync", "FamilySyncImaging", "FamilySyncCLI"],
+        .testTarget(name: "FamilySyncTests", dependencies: ["FamilySync", "FamilySyncImaging", "FamilySyncCLI", "FamilySyncFuzz"],
                     resources: [.copy("Vectors")]),
         .testTarget(name: "EndToEndTests", dependencies: ["FamilySync", "FamilySyncImaging", "FamilySyncCLI"]),
     ],
