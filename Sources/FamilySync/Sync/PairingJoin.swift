@@ -6,7 +6,8 @@ import Foundation
 /// a "family full" and can be used once a place is free.
 enum PairingAdmission {
     enum Result {
-        case admitted(member: String, welcome: WelcomeMessage)
+        /// `readmitted`: the device was in the family before (revoked, now invited again).
+        case admitted(member: String, welcome: WelcomeMessage, readmitted: Bool)
         case refused(RefusalMessage)
     }
 
@@ -45,11 +46,13 @@ enum PairingAdmission {
             if existing != nil {
                 // A revoked device the owner invites again starts over with a new key.
                 try store.db.run("DELETE FROM devices WHERE device_id = ?", [.text(join.device)])
+                try store.forgetAcknowledgementPoints(member: join.device)
             }
             let key = try store.admitDeviceInTransaction(join.device, now: now)
             guard let fk = try store.familySecret() else { throw ToolError(.dataError, "store has a family but no family key") }
             return .admitted(member: join.device,
-                             welcome: WelcomeMessage(family: family.id, owner: me, epoch: try store.familyEpoch, familyKey: fk, deviceKey: key))
+                             welcome: WelcomeMessage(family: family.id, owner: me, epoch: try store.familyEpoch, familyKey: fk, deviceKey: key),
+                             readmitted: existing != nil)
         }
     }
 }
@@ -59,6 +62,29 @@ enum PairingAdmission {
 public enum OfferInput {
     /// The longest input read for an offer.
     public static let maxBytes = 64 << 10
+
+    /// Reads an offer's bytes from `path` (- is standard input), at most
+    /// `maxBytes`: a longer input is not an offer.
+    public static func read(_ path: String) throws -> [UInt8] {
+        let reader = try LineReader(path: path, maxLineBytes: maxBytes + 1)
+        var bytes: [UInt8] = []
+        while let line = try reader.next() {
+            guard case let .text(b) = line, bytes.count + b.count < maxBytes else {
+                throw ToolError(.dataError, "\(reader.name): longer than \(maxBytes) bytes; not an offer")
+            }
+            if reader.lineNumber > 1 { bytes.append(0x0A) }
+            bytes += b
+        }
+        return bytes
+    }
+
+    /// Why `bytes` cannot be an offer at all (binary: NUL or other control
+    /// bytes, or not UTF-8), or nil. An offer is text.
+    public static func binaryProblem(_ bytes: [UInt8]) -> String? {
+        if bytes.contains(where: { $0 < 0x20 && $0 != 0x09 && $0 != 0x0A && $0 != 0x0D || $0 == 0x7F }) { return "binary data" }
+        if String(validating: bytes, as: UTF8.self) == nil { return "not UTF-8 text" }
+        return nil
+    }
 
     /// Parses the first offer in `text`. Expiry is the caller's to judge.
     public static func parse(_ text: String, source: String) throws -> PairingOffer {

@@ -64,6 +64,9 @@ public final class SyncServer {
         }
         let listener: TCPSocket
         do { listener = try TCPSocket.listen(on: address) } catch let e as SocketError {
+            if e.code == EADDRNOTAVAIL {
+                throw ToolError.usage("--listen: \(address.host) is not an address of this machine (see 'ip -brief address')")
+            }
             throw ToolError(.unavailable, "cannot listen on \(address): \(String(cString: strerror(e.code)))")
         }
         let bound = listener.localAddress()?.description ?? address.description
@@ -140,15 +143,15 @@ public final class SyncServer {
                                       channel: channel, options: options, clock: clock, observer: observer, verifier: verifier)
             return .session(runSession(session))
         case let .pair(nonce, _):
-            let admission: (member: String, welcome: WelcomeMessage)
+            let admission: (member: String, welcome: WelcomeMessage, readmitted: Bool)
             do {
                 switch try PairingAdmission.admit(store: store, family: fam, nonce: nonce, channel: channel, clock: clock) {
                 case let .refused(r):
                     sendNotice(.refused, r.json, on: channel)
                     emit("refused", [("from", .string(from)), ("reason", .string(r.reason.rawValue)), ("message", .string(r.message)), ("authenticated", .bool(true))])
                     return .notice
-                case let .admitted(member, welcome):
-                    admission = (member, welcome)
+                case let .admitted(member, welcome, readmitted):
+                    admission = (member, welcome, readmitted)
                 }
             } catch let e as ProtocolError {
                 sendNotice(.error, .object([("message", .string(e.message))]), on: channel)
@@ -159,7 +162,8 @@ public final class SyncServer {
             channel.send(.welcome, json: admission.welcome.json)
             emit("joined", [("from", .string(from)), ("device", .string(admission.member))])
             let session = SyncSession(store: store, family: try store.family()!, me: me,
-                                      peer: SessionPeer(device: admission.member, address: nil, side: .server, joined: true),
+                                      peer: SessionPeer(device: admission.member, address: nil, side: .server, joined: true,
+                                                        newToFamily: !admission.readmitted),
                                       channel: channel, options: options, clock: clock, observer: observer, verifier: verifier)
             return .session(runSession(session))
         }
@@ -224,7 +228,8 @@ public final class SyncServer {
                 }
                 let psk = try SessionKeys.devicePSK(deviceKey: key, family: f, client: client, server: me)
                 if let t = dev.revokedAt {
-                    return .refuseAuthenticated(key: psk, RefusalMessage(reason: .revoked, message: "device \(client) was revoked by the family's owner at \(t.rfc3339)"))
+                    return .refuseAuthenticated(key: psk, RefusalMessage(reason: .revoked, message: "device \(client) was revoked by the family's owner at \(t.rfc3339)",
+                                                                         revokedAt: t))
                 }
                 return .sync(peer: client, key: psk)
             }
@@ -234,6 +239,8 @@ public final class SyncServer {
                 }
                 return .sync(peer: client, key: try SessionKeys.devicePSK(deviceKey: key, family: f, client: client, server: me))
             }
+            // A client this member does not know yet holds the family key, so it is a
+            // member; its FAMILY brings the owner's newer signed roster listing it.
             if let t = try store.device(client)?.revokedAt {
                 return .refuse(RefusalMessage(reason: .revoked, message: "device \(client) was revoked by the family's owner at \(t.rfc3339)"))
             }
@@ -265,41 +272,4 @@ public final class SyncServer {
             return .refuse(RefusalMessage(reason: .unknownOffer, message: "unknown offer: this device never made it"))
         }
     }
-}
-
-/// A BUSY reply to a latecomer, run on its own thread. It touches no store:
-/// the handshake never uses a PSK (so it needs no key) and the client, seeing
-/// an unauthenticated session, reads just this one notice.
-final class BusyReply: @unchecked Sendable {
-    private let socket: TCPSocket
-    private let context: TLSContext
-
-    init(socket: TCPSocket, context: TLSContext) {
-        self.socket = socket
-        self.context = context
-    }
-
-    func run() {
-        guard let conn = try? TLSConnection(server: socket, context: context, lookup: { _ in .noKey }) else { return }
-        guard (try? conn.handshake(deadline: Deadline(after: SyncLimits.handshakeTimeout))) != nil else { return }
-        let channel = FrameChannel(conn)
-        channel.send(.busy, json: .object([("retryAfterMs", .int(SyncLimits.busyRetryHint.milliseconds)),
-                                           ("message", .string("this device is syncing with another one"))]))
-        try? channel.drain(deadline: Deadline(after: SyncLimits.closeTimeout))
-        _ = conn.shutdown(deadline: Deadline(after: TimeSpan.seconds(1)))
-        socket.close()
-    }
-}
-
-/// How many busy replies are being sent right now (shared with their threads).
-final class BusyCounter: Sendable {
-    private let count = Mutex(0)
-    func enter() -> Bool {
-        count.withLock { n in
-            guard n < SyncLimits.maxBusyResponders else { return false }
-            n += 1
-            return true
-        }
-    }
-    func leave() { count.withLock { $0 -= 1 } }
 }

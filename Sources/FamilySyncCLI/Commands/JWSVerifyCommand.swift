@@ -1,3 +1,4 @@
+import Foundation
 import FamilySync
 
 public enum JWSVerifyCommand {
@@ -11,14 +12,14 @@ public enum JWSVerifyCommand {
 
         Without --root, Apple Root CA - G3 (compiled in; SHA-256 63:34:3A:BF:B8:9A:6A:03:EB:B5:7E:9B:3F:5F:A7:BE:7C:4F:5C:75:6F:30:17:B3:A8:C4:88:C3:65:3E:91:79) is the only anchor. --root replaces it. Verified chains are remembered in memory by the exact bytes of leaf and intermediate, so a batch from one leaf costs one P-256 verification per token.
 
-        Store mode (--db or --save) keeps the family's proof. jws-verify --db STORE --save reads transactions like a batch and, only when every line is valid, keeps them in the store (the owner's purchase). jws-verify --db STORE re-verifies the kept proofs at the current time, as a member does on every launch, and prints {"entitled", "until", "reason", "source"}: until is the proof's expiresDate (null: no end), reason is null when entitled, no-proof when the store holds none, else the newest proof's reason code (with a detail); source is local or peer:DEVICE. A store or kept proof that cannot be read is an error, never a silent free.
+        Store mode (--db, --save, or $FAMILY_SYNC_DB naming a store when no --bundle-id asks for a batch) keeps the family's proof. jws-verify --db STORE --save reads transactions like a batch and, only when every line is valid, keeps them in the store (the owner's purchase). jws-verify --db STORE re-verifies the kept proofs at the current time, as a member does on every launch, and prints {"entitled", "until", "reason", "source"}: until is the proof's expiresDate (null: no end), reason is null when entitled, no-proof when the store holds none, else the newest proof's reason code (with a detail); source is local or peer:DEVICE. A store or kept proof that cannot be read is an error, never a silent free.
 
         The store's settings bundle_id, products and allow_sandbox are set once, by giving --bundle-id (with any --product and --allow-sandbox) together with --db; the three are replaced together, and later runs without --bundle-id use them.
         """,
         options: [
             OptionSpec("root", kind: .repeating, valueName: "CERT",
-                       help: "Pin CERT (a DER or PEM file, one or more certificates) as the trust anchor instead of the bundled Apple Root CA - G3. Repeatable.",
-                       default: "Apple Root CA - G3", completion: .file),
+                       help: "Pin CERT (a DER or PEM file, one or more certificates) as the trust anchor instead of the bundled Apple Root CA - G3. Repeatable. Given with --save, it is kept in the store (the setting trust_roots) and used by every later command on that store that gives no --root.",
+                       default: "the root the store keeps, else Apple Root CA - G3", completion: .file),
             OptionSpec("bundle-id", valueName: "ID",
                        help: "The app's bundle ID that proofs must carry. Needed for a batch; with --db it sets the store's settings."),
             OptionSpec("product", kind: .repeating, valueName: "ID",
@@ -78,7 +79,8 @@ public enum JWSVerifyCommand {
         if bundle?.isEmpty == true { throw ToolError.usage("--bundle-id: the bundle ID is empty") }
         if products.contains("") { throw ToolError.usage("--product: a product ID is empty") }
         let givenPolicy = bundle.map { ProofPolicy(bundleID: $0, products: products, allowSandbox: sandbox) }
-        let storeMode = a.isSet("db") || a.flag("save")
+        // $FAMILY_SYNC_DB names the store as --db does, unless --bundle-id asks for a batch.
+        let storeMode = a.isSet("db") || a.flag("save") || (ctx.storeNamed && bundle == nil)
 
         if storeMode {
             guard kind == .transaction else {
@@ -94,10 +96,10 @@ public enum JWSVerifyCommand {
             throw ToolError.usage("give --bundle-id ID to verify tokens, or --db STORE to check a store's kept proof")
         }
 
-        let roots = a.values("root")
-        let verifier = try ProofVerifier(anchors: roots.isEmpty ? nil : try TrustAnchors.load(paths: roots))
-
-        if !storeMode { return try batch(ctx, verifier: verifier, kind: kind, policy: givenPolicy!) }
+        if !storeMode { return try batch(ctx, verifier: try ProofVerifier(anchors: try ProofRoots.given(ctx)), kind: kind, policy: givenPolicy!) }
+        // The root given now, else the one the store keeps (when there is a store yet).
+        let existing = FileManager.default.fileExists(atPath: ctx.storePath) ? try ctx.store(create: false) : nil
+        let verifier = try ProofRoots.verifier(ctx, store: existing)
         if a.flag("save") { return try save(ctx, verifier: verifier, given: givenPolicy) }
         return try check(ctx, verifier: verifier, given: givenPolicy)
     }
@@ -174,6 +176,7 @@ public enum JWSVerifyCommand {
         let store = try ctx.store()
         try store.write {
             if let given { try store.setProofPolicy(given) }
+            if let roots = try ProofRoots.given(ctx) { try store.setTrustRootsInTransaction(roots) }
             for p in newest(proofs).reversed() { try store.keepProofInTransaction(p, source: Store.localProofSource, now: ctx.now) }
         }
         return .success
