@@ -114,8 +114,6 @@ cli = [argv(0, '--db', 'x.db', '--save', '--bundle-id', 'com.example', '--now', 
        argv(5, '-h'), argv(0, '--version'), argv(4, 'join', '--help')]
 for i, c in enumerate(cli): put('cli', f'seed-{i}', c)
 
-for i, p in enumerate([offer.encode(), "日本語".encode(), bytes([0x93,0xFA,0x96,0x7B,0x8C,0xEA]), bytes([0x41,0x93,0xFA,0x42]), bytes([0xff,0x00,0x80])]):
-    put('qr-payload', f'seed-{i}', p)
 def segs(*ss): return b''.join(bytes([m, len(d)]) + d for m, d in ss)
 put('qr-segments', 'alnum', segs((1, bytes(range(60)))))
 put('qr-segments', 'kanji', segs((1, b'abc'), (3, bytes([0x93,0xFA,0x96,0x7B,0x8C,0xEA]))))
@@ -161,20 +159,65 @@ tables = dqt() + dht(0, 0, [1], [0]) + dht(1, 0, [1], [0])
 def jpeg(w, h, comps, bits, extra=b'', marker=0xC0):
     data = bits
     return b'\xFF\xD8' + extra + tables + sof(marker, w, h, comps) + sos(len(comps)) + data + b'\xFF\xD9'
-def put(n, d):
+def put_jpeg(n, d):
     os.makedirs(C + '/jpeg', exist_ok=True)
     open(f'{C}/jpeg/{n}', 'wb').write(d)
 # 16x16 gray: four blocks, "00" each -> one zero byte.
 g = jpeg(16, 16, [0x11], b'\x00')
-put('gray16', g)
+put_jpeg('gray16', g)
 # 16x16 4:2:0 colour: one MCU of 4 Y + Cb + Cr blocks, 12 zero bits, padded with ones.
 c = jpeg(16, 16, [0x22, 0x11, 0x11], b'\x00\x0F')
-put('color420', c)
+put_jpeg('color420', c)
 for o in (3, 6, 8):
-    put(f'gray16-exif{o}', jpeg(16, 16, [0x11], b'\x00', exif(o)))
-put('gray16-exif6-le', jpeg(16, 16, [0x11], b'\x00', exif(6, big=False)))
-put('jfif-odd-size', jpeg(13, 7, [0x11], b'\x3F', seg(0xE0, b'JFIF\0\x01\x01\0\0\x01\0\x01\0\0')))
+    put_jpeg(f'gray16-exif{o}', jpeg(16, 16, [0x11], b'\x00', exif(o)))
+put_jpeg('gray16-exif6-le', jpeg(16, 16, [0x11], b'\x00', exif(6, big=False)))
+put_jpeg('jfif-odd-size', jpeg(13, 7, [0x11], b'\x3F', seg(0xE0, b'JFIF\0\x01\x01\0\0\x01\0\x01\0\0')))
 # Progressive: a DC-first scan only.
-put('progressive-dc', b'\xFF\xD8' + tables + sof(0xC2, 8, 8, [0x11]) + sos(1, 0, 0, 0) + b'\x7F' + b'\xFF\xD9')
+put_jpeg('progressive-dc', b'\xFF\xD8' + tables + sof(0xC2, 8, 8, [0x11]) + sos(1, 0, 0, 0) + b'\x7F' + b'\xFF\xD9')
 os.makedirs(C + '/image', exist_ok=True)
 open(C + '/image/jpeg-exif6', 'wb').write(jpeg(16, 16, [0x11], b'\x00', exif(6)))
+
+# QR data codewords (qr-bitstream): first byte = level index (L M Q H) | (version - 1) << 2,
+# then the codewords, built here bit by bit per ISO/IEC 18004 (versions 1-9 count widths).
+class Bits:
+    def __init__(self): self.b = []
+    def put(self, v, n): self.b += [(v >> (n - 1 - i)) & 1 for i in range(n)]
+    def codewords(self, cap):
+        self.put(0, min(4, cap * 8 - len(self.b)))
+        while len(self.b) % 8: self.b.append(0)
+        out = [int(''.join(map(str, self.b[i:i + 8])), 2) for i in range(0, len(self.b), 8)]
+        pads = [0xEC, 0x11]
+        while len(out) < cap: out.append(pads[(len(out) - len(self.b) // 8) % 2])
+        return bytes(out)
+ALNUM = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ $%*+-./:"
+def qr(level, version, cap, build):
+    b = Bits(); build(b)
+    return bytes([level | (version - 1) << 2]) + b.codewords(cap)
+def alnum(b, text):
+    b.put(0b0010, 4); b.put(len(text), 9)
+    for i in range(0, len(text) - 1, 2): b.put(ALNUM.index(text[i]) * 45 + ALNUM.index(text[i + 1]), 11)
+    if len(text) % 2: b.put(ALNUM.index(text[-1]), 6)
+def byte(b, data):
+    b.put(0b0100, 4); b.put(len(data), 8)
+    for x in data: b.put(x, 8)
+def numeric(b, digits):
+    b.put(0b0001, 4); b.put(len(digits), 10)
+    for i in range(0, len(digits), 3):
+        g = digits[i:i + 3]; b.put(int(g), {3: 10, 2: 7, 1: 4}[len(g)])
+def kanji(b, sjis):
+    b.put(0b1000, 4); b.put(len(sjis) // 2, 8)
+    for i in range(0, len(sjis), 2):
+        v = sjis[i] << 8 | sjis[i + 1]; v -= 0x8140 if v <= 0x9FFC else 0xC140
+        b.put((v >> 8) * 0xC0 + (v & 0xFF), 13)
+def eci(b, n): b.put(0b0111, 4); b.put(n, 8)
+def sappend(b, idx, total, parity): b.put(0b0011, 4); b.put(idx, 4); b.put(total - 1, 4); b.put(parity, 8)
+sj = bytes([0x93, 0xFA, 0x96, 0x7B, 0x8C, 0xEA])
+put('qr-bitstream', 'alnum-offer-v5L', qr(0, 5, 108, lambda b: alnum(b, "FS1/0F6B8E52-8B0C-4B5E-9D59-2B7D1B0E7E11/ABCDEFGHIJKLMNOPQRSTUVWXYZ234567/1796032800/192.168.1.20:7433")))
+put('qr-bitstream', 'byte-utf8-v2M', qr(1, 2, 28, lambda b: byte(b, "Grüße €".encode())))
+put('qr-bitstream', 'numeric-v1H', qr(3, 1, 9, lambda b: numeric(b, "0123456789")))
+put('qr-bitstream', 'kanji-v1Q', qr(2, 1, 13, lambda b: kanji(b, sj)))
+put('qr-bitstream', 'eci26-bytes-v2L', qr(0, 2, 34, lambda b: (eci(b, 26), byte(b, "Łódź".encode()))))
+put('qr-bitstream', 'eci3-latin1-v1M', qr(1, 1, 16, lambda b: (eci(b, 3), byte(b, bytes([0x63, 0x61, 0x66, 0xE9])))))
+put('qr-bitstream', 'mixed-v3L', qr(0, 3, 55, lambda b: (alnum(b, "ID:"), kanji(b, sj), numeric(b, "42"), byte(b, b'\xff\x00'))))
+put('qr-bitstream', 'structured-append-v2M', qr(1, 2, 28, lambda b: (sappend(b, 0, 2, 0x5A), alnum(b, "PART ONE"))))
+put('qr-bitstream', 'fnc1-gs1-v1L', qr(0, 1, 19, lambda b: (b.put(0b0101, 4), numeric(b, "0104012345"))))

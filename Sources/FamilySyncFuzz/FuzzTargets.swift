@@ -33,7 +33,7 @@ public enum FuzzTargets {
         Target(name: "pairing-offer", parses: "pairing offer text and join's offer input", isImageReader: false, run: CoreFuzzEntries.pairingOffer),
         Target(name: "times", parses: "RFC 3339 timestamps and durations", isImageReader: false, run: CoreFuzzEntries.times),
         Target(name: "cli", parses: "the command-line parser and its typed values (NUL-separated argv)", isImageReader: false, run: CLIFuzzEntries.arguments),
-        Target(name: "qr-payload", parses: "QR payload bytes to text (UTF-8, kanji-mode Shift-JIS, binary)", isImageReader: false, run: ImagingFuzzEntries.qrPayload),
+        Target(name: "qr-bitstream", parses: "QR data codewords to segments (modes, ECI, kanji, structured append) and text", isImageReader: false, run: ImagingFuzzEntries.qrBitstream),
         Target(name: "qr-segments", parses: "QR segments (modes, ECI, kanji) drawn, scanned back and decoded", isImageReader: true, run: ImagingFuzzEntries.qrSegments),
         Target(name: "pnm", parses: "the PNM reader", isImageReader: true, run: ImagingFuzzEntries.pnm),
         Target(name: "png", parses: "the PNG reader (libpng)", isImageReader: true, run: ImagingFuzzEntries.png),

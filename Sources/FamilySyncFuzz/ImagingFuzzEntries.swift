@@ -27,11 +27,28 @@ enum ImagingFuzzEntries {
                      && img.pixelCount <= ImageLimits.maxPixels && img.pixels.count == img.pixelCount, "a decoded image breaks the limits")
     }
 
-    static func qrPayload(_ data: UnsafeRawBufferPointer) {
-        let bytes = [UInt8](data)
-        let text = QRPayload.text(bytes)
-        // Valid UTF-8 is never altered.
-        if String(validating: bytes, as: UTF8.self) != nil { precondition(text == bytes, "UTF-8 payload altered") }
+    /// Each level's data capacity per version (1-40), found through the
+    /// public version lookup.
+    static let capacities: [QRErrorCorrection: [Int]] = Dictionary(uniqueKeysWithValues: QRErrorCorrection.allCases.map { level in
+        (level, (1...3000).filter { QRBitstream.version(level: level, dataCodewords: $0) != nil })
+    })
+
+    /// A symbol's data codewords parsed into segments (modes, ECI, kanji,
+    /// structured append) and turned into text. The first byte picks the
+    /// level and the version; the rest, cut or padded with QR's own pad
+    /// codewords to that version's capacity, are the codewords.
+    static func qrBitstream(_ data: UnsafeRawBufferPointer) {
+        guard let first = data.first else { return }
+        let levels = QRErrorCorrection.allCases
+        let level = levels[Int(first) % levels.count]
+        let sizes = capacities[level]!
+        let capacity = sizes[Int(first >> 2) % sizes.count]
+        var codewords = Array(data.dropFirst().prefix(capacity))
+        while codewords.count < capacity { codewords.append(codewords.count % 2 == 0 ? 0xEC : 0x11) }
+        guard let stream = try? QRBitstream(codewords: codewords, level: level) else { return }
+        precondition(stream.level == level && sizes[stream.version - 1] == capacity, "a bitstream names another size")
+        _ = QRText.text(stream)
+        _ = QRText.text(zbarBytes: stream.bytes)
     }
 
     /// Segments described by the input (a mode byte, a length byte, then that
@@ -57,6 +74,6 @@ enum ImagingFuzzEntries {
         }
         guard !segments.isEmpty, let code = try? QRCode.encode(segments: segments, level: .L), code.version <= 10 else { return }
         let img = QRRenderer(code: code, margin: 2, moduleSize: 2).raster()
-        for p in QRReader().scan(img).payloads { _ = QRPayload.text(p) }
+        for code in QRReader().scan(img).codes { _ = code.text }
     }
 }
