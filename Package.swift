@@ -13,6 +13,8 @@ let package = Package(
         .executable(name: "merge-records", targets: ["merge-records"]),
         .executable(name: "peer-sync", targets: ["peer-sync"]),
         .executable(name: "tombstone-gc", targets: ["tombstone-gc"]),
+        // The fuzz targets, for the libFuzzer package in Fuzzing/ (`make fuzz`).
+        .library(name: "FamilySyncFuzz", targets: ["FamilySyncFuzz"]),
     ],
     targets: [
         .systemLibrary(name: "COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
@@ -45,6 +47,9 @@ let package = Package(
         // Command-line support shared by the six tools; the core never imports it.
         .target(name: "FamilySyncCLI", dependencies: ["FamilySync"]),
 
+        // One entry point per parser of outside bytes, shared by libFuzzer (Fuzzing/) and the replay tests.
+        .target(name: "FamilySyncFuzz", dependencies: ["FamilySync", "FamilySyncImaging", "FamilySyncCLI"]),
+
         .executableTarget(name: "jws-verify", dependencies: ["FamilySync", "FamilySyncCLI"]),
         .executableTarget(name: "pair-qr", dependencies: ["FamilySync", "FamilySyncImaging", "FamilySyncCLI"]),
         .executableTarget(name: "pair-scan", dependencies: ["FamilySync", "FamilySyncImaging", "FamilySyncCLI"]),
@@ -52,7 +57,7 @@ let package = Package(
         .executableTarget(name: "peer-sync", dependencies: ["FamilySync", "FamilySyncCLI"]),
         .executableTarget(name: "tombstone-gc", dependencies: ["FamilySync", "FamilySyncCLI"]),
 
-        .testTarget(name: "FamilySyncTests", dependencies: ["FamilySync", "FamilySyncImaging", "FamilySyncCLI"],
+        .testTarget(name: "FamilySyncTests", dependencies: ["FamilySync", "FamilySyncImaging", "FamilySyncCLI", "FamilySyncFuzz"],
                     resources: [.copy("Vectors")]),
         .testTarget(name: "EndToEndTests", dependencies: ["FamilySync", "FamilySyncImaging", "FamilySyncCLI"]),
     ],
