@@ -66,7 +66,7 @@ public struct QRReader: Sendable {
             t.make = { r in s.make(r).map { v in Rendition(image: v.image, toPhoto: { p in let q = v.toPhoto(p); return ImagePoint(x: q.x * f, y: q.y * f) }) } }
             return t
         }
-        return run(steps, on: working, accept: accept)
+        return run(steps, on: working, plain: QRReader.plainSteps + (factor > 1 ? 1 : 0), accept: accept)
     }
 
     /// Every step of the ladder, each on its own: which steps read which
@@ -87,12 +87,14 @@ public struct QRReader: Sendable {
         }
     }
 
-    func run(_ ladder: [Step], on working: GrayImage, accept: @escaping @Sendable ([ScannedCode]) -> Bool) -> Result {
+    func run(_ ladder: [Step], on working: GrayImage, plain: Int, accept: @escaping @Sendable ([ScannedCode]) -> Bool) -> Result {
         let state = LadderState()
         let rungs = Rungs(base: working)
         DispatchQueue.concurrentPerform(iterations: QRReader.workers) { _ in
             let zbar = ZBarScanner()
             while let i = state.next(limit: ladder.count) {
+                // Past the plain steps, an image with nothing finder-like in it ends the climb.
+                if i >= plain, !rungs.hasFinderLikePatterns { state.stop(); break }
                 state.record(index: i, found: QRReader.read(ladder[i], rungs, zbar), accept: accept)
             }
         }
@@ -123,19 +125,25 @@ public struct QRReader: Sendable {
         private var nextIndex = 0
         private var found: [Int: [ScannedCode]] = [:]
         private var accepted: Int?
+        private var stopped = false
         private var tried = 0
+
+        func stop() {
+            lock.lock(); defer { lock.unlock() }
+            stopped = true
+        }
 
         func next(limit: Int) -> Int? {
             lock.lock(); defer { lock.unlock() }
-            guard nextIndex < limit, accepted == nil || nextIndex <= accepted! else { return nil }
+            guard !stopped, nextIndex < limit, accepted == nil || nextIndex <= accepted! else { return nil }
             nextIndex += 1
-            tried += 1
             return nextIndex - 1
         }
 
         func record(index: Int, found codes: [ScannedCode], accept: ([ScannedCode]) -> Bool) {
             lock.lock(); defer { lock.unlock() }
             found[index] = codes
+            tried += 1
             // The earliest k whose steps 0...k have all finished and together satisfy the caller.
             var k = 0
             var prefix: [[ScannedCode]] = []
@@ -156,6 +164,10 @@ public struct QRReader: Sendable {
                           seen: QRReader.merge(all), stepsTried: tried)
         }
     }
+
+    /// The steps every image gets (each engine on the image and on its
+    /// inverse); the rest of the ladder runs only where something finder-like is.
+    static let plainSteps = 4
 
     /// Intermediate images shared between steps, each made once, by whichever
     /// worker needs it first.
@@ -189,6 +201,24 @@ public struct QRReader: Sendable {
         var inverted: GrayImage { cached("inverted") { $0.base.inverted() } }
         func normalized(_ r: Int) -> GrayImage { cached("normalized") { $0.base.locallyNormalized(radius: r) } }
         func halfNormalized(_ r: Int) -> GrayImage { cached("half-normalized") { $0.half.locallyNormalized(radius: r) } }
+        /// Whether the image holds anything like a finder pattern's 1:1:3:1:1
+        /// (dark on light or light on dark, at full or half size); an image
+        /// without one holds no code any step could read.
+        var hasFinderLikePatterns: Bool {
+            finderLike.lock(); defer { finderLike.unlock() }
+            if let v = finderLikeValue { return v }
+            let r = max(8, min(base.width, base.height) / 16)
+            let t = threshold(r)
+            let v = [t, t.inverted()].contains { QRRectifier.findFinders($0).count >= 2 }
+                || (min(base.width, base.height) >= 240 && [half.adaptiveThreshold(radius: max(6, r / 2), offset: 4)].contains {
+                    QRRectifier.findFinders($0).count >= 2 || QRRectifier.findFinders($0.inverted()).count >= 2
+                })
+            finderLikeValue = v
+            return v
+        }
+        private let finderLike = NSLock()
+        private var finderLikeValue: Bool?
+
         func normalizedFine(_ r: Int) -> GrayImage { cached("normalized-fine") { $0.base.locallyNormalized(radius: r) } }
         func threshold(_ r: Int) -> GrayImage { cached("threshold") { $0.base.adaptiveThreshold(radius: r, offset: 4) } }
     }
