@@ -34,6 +34,9 @@ public final class SyncServer {
     private let verifier: ProofVerifier
     private let context: TLSContext
     private let busyResponders = BusyCounter()
+    /// Called once the listener is bound, with its address (port 0 resolved):
+    /// where `serve` starts advertising and records its address.
+    public var onListening: ((HostPort) throws -> Void)?
 
     /// What became of one accepted connection.
     public enum Outcome {
@@ -66,7 +69,9 @@ public final class SyncServer {
         do { listener = try TCPSocket.listen(on: address) } catch let e as SocketError {
             throw ToolError(.unavailable, "cannot listen on \(address): \(String(cString: strerror(e.code)))")
         }
-        let bound = listener.localAddress()?.description ?? address.description
+        let boundAddress = listener.localAddress() ?? address
+        let bound = boundAddress.description
+        try onListening?(boundAddress)
         emit("listening", [("address", .string(bound)), ("device", .string(try store.deviceID)), ("family", .string(fam.id)),
                            ("role", .string(fam.role.rawValue))])
         while !SyncStop.isRequested {
