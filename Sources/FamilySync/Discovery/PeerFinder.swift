@@ -22,6 +22,10 @@ public enum PeerFinder {
 
     /// Decides whether a service found on the network is one we want; nil
     /// if not, else the device it names (itself nil when not known yet).
+    static func isLoopback(_ host: String) -> Bool {
+        host.hasPrefix("127.") || host == "::1" || host.lowercased() == "localhost"
+    }
+
     public typealias Recogniser = @Sendable (FoundService) -> String??
 
     /// The socket connected to the winner; the caller runs the session on it.
@@ -61,14 +65,20 @@ public enum PeerFinder {
                     let target = try LocalNames.resolve(address)
                     let s = try TCPSocket.connect(to: target, timeout: probeTimeout)
                     race.offer(PeerCandidate(address: address, device: device, how: "last address"), s)
-                } catch let e as SocketError {
-                    race.fail("\(address): \(String(cString: strerror(e.code)))")
+                } catch is SocketError {
+                    race.fail("no peer at \(address) (is 'peer-sync serve' running?)")
+                } catch let e as ToolError {
+                    race.fail(e.message)
                 } catch {
                     race.fail("\(address): \(error)")
                 }
             }
         }
         var interfaces: [NetworkInterface] = []
+        // Peers known only on loopback share this host: DNS-SD does not run
+        // over loopback, so there is nothing to browse for (and nothing is sent).
+        let loopbackOnly = !known.isEmpty && known.allSatisfy { isLoopback($0.0.host) }
+        let recognise = loopbackOnly ? nil : recognise
         if let recognise {
             interfaces = NetworkInterface.current()
             let ifs = interfaces
@@ -106,6 +116,7 @@ public enum PeerFinder {
         let ms = Deadline.now().milliseconds(since: started)
         var tried: [String] = []
         if !known.isEmpty { tried.append("the last known address\(known.count > 1 ? "es" : "") (\(failures.filter { !$0.contains("discovered") }.joined(separator: "; ")))") }
+        if loopbackOnly { tried.append("no browse: every known peer is on this host's loopback") }
         if recognise != nil {
             if interfaces.isEmpty {
                 tried.append("no browse: this device has no network interface up besides loopback")

@@ -344,7 +344,9 @@ public enum PeerSyncCommand {
         // An address given with --connect is taken as it is; the offer's own
         // (or none) is tried while the owner's service is browsed for.
         let given = try ctx.args.value("connect").map { try address($0, option: "--connect") }
-        let target = given ?? offer.address.flatMap(HostPort.init(parsing:))
+        guard let target = given ?? offer.address.flatMap(HostPort.init(parsing:)) else {
+            throw ToolError.usage("the offer carries no address: give --connect HOST:PORT")
+        }
         return try runClient(ctx) { client, wait in try client.join(offer: offer, at: target, browse: given == nil, wait: wait) }
     }
 
