@@ -30,6 +30,8 @@ deps:
 
 test-deps: deps
 	$(call apt_install,packages/apt-test.txt)
+	@test -x .build/test-venv/bin/python || python3 -m venv .build/test-venv
+	@.build/test-venv/bin/pip install -q --disable-pip-version-check -r packages/pip-test.txt
 
 bench-deps: test-deps
 	$(call apt_install,packages/apt-bench.txt)

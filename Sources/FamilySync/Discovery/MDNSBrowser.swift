@@ -46,8 +46,8 @@ public final class MDNSBrowser {
     }
 
     /// Browses for instances of `type` for at most `duration`, or until
-    /// `enough` says so. Each resolved instance is reported once, in the
-    /// order they resolved.
+    /// `enough` says so. Each resolved instance is reported once per address,
+    /// in the order they resolved (an instance that moved is reported again).
     public func browse(_ type: DNSName = ServiceAdvertisement.serviceType, for duration: TimeSpan,
                        enough: (FoundService) -> Bool = { _ in false }) -> [FoundService] {
         guard !interfaces.isEmpty else { return [] }
@@ -66,7 +66,7 @@ public final class MDNSBrowser {
             guard let m = try? DNSMessage(parsing: d.bytes), m.isResponse else { continue }
             let via = interfaces.first { $0.index == d.interfaceIndex }?.name ?? interfaces.first { $0.address == d.source }?.name ?? "?"
             absorb(m, type: type, via: via, into: &cache)
-            for (name, ifName) in cache.instances.sorted(by: { $0.key.key < $1.key.key }) where !found.contains(where: { $0.instance == name.first }) {
+            for (name, ifName) in cache.instances.sorted(by: { $0.key.key < $1.key.key }) {
                 guard let s = cache.srv[name] else {
                     askOnce("srv \(name.key)", &cache, [DNSQuestion(name: name, type: DNSType.srv.rawValue), DNSQuestion(name: name, type: DNSType.txt.rawValue)])
                     continue
@@ -77,6 +77,7 @@ public final class MDNSBrowser {
                 }
                 let f = FoundService(instance: name.first, txt: cache.txt[name] ?? [], port: s.port,
                                      address: a.map(String.init).joined(separator: "."), interface: ifName)
+                if found.contains(where: { $0.instance == f.instance && $0.hostPort == f.hostPort }) { continue }
                 found.append(f)
                 if enough(f) { return found }
             }

@@ -151,7 +151,10 @@ public final class MDNSResponder: @unchecked Sendable {
 
     /// Answers one datagram if it is a query for something this device holds.
     private func answer(_ d: Datagram, _ st: State) {
-        guard let i = st.interfaces.first(where: { $0.index == d.interfaceIndex }) else { return }
+        // The arrival interface as it is now: an address that changed since
+        // the last refresh is answered with already.
+        guard st.interfaces.contains(where: { $0.index == d.interfaceIndex }),
+              let i = NetworkInterface.serving(host: listenHost).first(where: { $0.index == d.interfaceIndex }) else { return }
         guard let q = try? DNSMessage(parsing: d.bytes), !q.isResponse, q.flags & 0x7800 == 0 else { return }
         let ad = st.ad
         var answers: [DNSRecord] = []

@@ -391,7 +391,9 @@ public enum PeerSyncCommand {
         let mine = Set(DiscoveryTags.acceptedDays(ctx.now).map { tags.deviceTag(me, day: $0) })
         let browser = try MDNSBrowser()
         let started = Deadline.now()
-        let found = browser.browse(for: timeout)
+        // One entry per instance: the address it answered at last.
+        var found: [FoundService] = []
+        for f in browser.browse(for: timeout).reversed() where !found.contains(where: { $0.instance == f.instance }) { found.insert(f, at: 0) }
         let ms = Deadline.now().milliseconds(since: started)
         var listed: [JSONValue] = []
         var others = 0
