@@ -67,6 +67,9 @@ public final class SyncServer {
         }
         let listener: TCPSocket
         do { listener = try TCPSocket.listen(on: address) } catch let e as SocketError {
+            if e.code == EADDRNOTAVAIL {
+                throw ToolError.usage("--listen: \(address.host) is not an address of this machine (see 'ip -brief address')")
+            }
             throw ToolError(.unavailable, "cannot listen on \(address): \(String(cString: strerror(e.code)))")
         }
         let boundAddress = listener.localAddress() ?? address
@@ -270,41 +273,4 @@ public final class SyncServer {
             return .refuse(RefusalMessage(reason: .unknownOffer, message: "unknown offer: this device never made it"))
         }
     }
-}
-
-/// A BUSY reply to a latecomer, run on its own thread. It touches no store:
-/// the handshake never uses a PSK (so it needs no key) and the client, seeing
-/// an unauthenticated session, reads just this one notice.
-final class BusyReply: @unchecked Sendable {
-    private let socket: TCPSocket
-    private let context: TLSContext
-
-    init(socket: TCPSocket, context: TLSContext) {
-        self.socket = socket
-        self.context = context
-    }
-
-    func run() {
-        guard let conn = try? TLSConnection(server: socket, context: context, lookup: { _ in .noKey }) else { return }
-        guard (try? conn.handshake(deadline: Deadline(after: SyncLimits.handshakeTimeout))) != nil else { return }
-        let channel = FrameChannel(conn)
-        channel.send(.busy, json: .object([("retryAfterMs", .int(SyncLimits.busyRetryHint.milliseconds)),
-                                           ("message", .string("this device is syncing with another one"))]))
-        try? channel.drain(deadline: Deadline(after: SyncLimits.closeTimeout))
-        _ = conn.shutdown(deadline: Deadline(after: TimeSpan.seconds(1)))
-        socket.close()
-    }
-}
-
-/// How many busy replies are being sent right now (shared with their threads).
-final class BusyCounter: Sendable {
-    private let count = Mutex(0)
-    func enter() -> Bool {
-        count.withLock { n in
-            guard n < SyncLimits.maxBusyResponders else { return false }
-            n += 1
-            return true
-        }
-    }
-    func leave() { count.withLock { $0 -= 1 } }
 }

@@ -23,7 +23,7 @@ enum Tools {
         return ".build/debug"
     }()
 
-    /// A built tool by name; an absolute path is taken as it is.
+    /// A built tool by name, or any program by absolute path.
     static func path(_ tool: String) -> String { tool.hasPrefix("/") ? tool : binDir + "/" + tool }
 
     /// Runs `tool args` with `stdin` and extra environment; waits at most `timeout` seconds.
