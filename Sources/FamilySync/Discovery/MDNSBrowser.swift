@@ -71,11 +71,15 @@ public final class MDNSBrowser {
                     askOnce("srv \(name.key)", &cache, [DNSQuestion(name: name, type: DNSType.srv.rawValue), DNSQuestion(name: name, type: DNSType.txt.rawValue)])
                     continue
                 }
+                guard cache.txt[name] != nil else {
+                    askOnce("txt \(name.key)", &cache, [DNSQuestion(name: name, type: DNSType.txt.rawValue)])
+                    continue
+                }
                 guard let a = cache.addresses[s.target] else {
                     askOnce("a \(s.target.key)", &cache, [DNSQuestion(name: s.target, type: DNSType.a.rawValue)])
                     continue
                 }
-                let f = FoundService(instance: name.first, txt: cache.txt[name] ?? [], port: s.port,
+                let f = FoundService(instance: name.first, txt: cache.txt[name]!, port: s.port,
                                      address: a.map(String.init).joined(separator: "."), interface: ifName)
                 if found.contains(where: { $0.instance == f.instance && $0.hostPort == f.hostPort }) { continue }
                 found.append(f)

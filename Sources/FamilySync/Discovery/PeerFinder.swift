@@ -41,8 +41,14 @@ public enum PeerFinder {
 
         var won: Bool { lock.withLock { $0.winner != nil } }
         func start() { lock.withLock { $0.running += 1 } }
+        /// The first connection wins; a later one is closed before a byte is sent.
         func offer(_ c: PeerCandidate, _ s: TCPSocket) {
-            lock.withLock { if $0.winner == nil { $0.winner = Connected(c, s) } }
+            let kept = lock.withLock { state -> Bool in
+                guard state.winner == nil else { return false }
+                state.winner = Connected(c, s)
+                return true
+            }
+            if !kept { s.close() }
             wake.signal()
         }
         func fail(_ m: String) { lock.withLock { $0.failures.append(m) } }
@@ -90,6 +96,8 @@ public enum PeerFinder {
                     if race.won { return true }
                     race.saw()
                     guard let device = recognise(f) else { return false }
+                    // A last address already being tried is not connected to twice.
+                    if known.contains(where: { $0.0 == f.hostPort }) { return false }
                     do {
                         let s = try TCPSocket.connect(to: f.hostPort, timeout: probeTimeout)
                         race.offer(PeerCandidate(address: f.hostPort, device: device, how: "discovered on \(f.interface)"), s)

@@ -106,7 +106,7 @@ final class NetworkLab {
     func shape(_ i: Int, rate: String) throws {
         try sh(["-n", devices[i], "link", "set", "eth0", "txqueuelen", "1000"])
         let r = try NetworkLab.run(["/usr/sbin/tc", "-n", devices[i], "qdisc", "replace", "dev", "eth0", "root", "tbf",
-                                    "rate", rate, "burst", "32kbit", "latency", "50ms"])
+                                    "rate", rate, "burst", "32kb", "latency", "100ms"])
         guard r.status == 0 else { throw HarnessError("tc: \(r.err)") }
     }
 }
