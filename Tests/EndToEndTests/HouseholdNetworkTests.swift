@@ -55,6 +55,16 @@ struct HouseholdNetworkTests {
         #expect(found.first?["role"]?.stringValue == "owner")
         #expect(found.first?["address"]?.stringValue == "\(lab.address(0)):\(Self.port)")
 
+        // NAME.local resolves through the same querier: the owner's advertised host name.
+        let ownerStore = try Store(path: owner)
+        let tag = try DiscoveryTags(familyKey: try #require(try ownerStore.familySecret()), family: try #require(try ownerStore.family()).id)
+            .deviceTag(try ownerStore.deviceID, day: DiscoveryTags.day(Timestamp.current()))
+        let byName = try lab.run(1, "peer-sync", ["connect", "--db", kids[0], "\(tag).local:\(Self.port)"], timeout: 60)
+        #expect(byName.status == 0, "\(byName.err)")
+        let unknown = try lab.run(1, "peer-sync", ["connect", "--db", kids[0], "nobody-here.local:\(Self.port)"], timeout: 60)
+        #expect(unknown.status == 69)
+        #expect(unknown.err.contains("nobody answered for nobody-here.local on eth0 (\(lab.address(1)))"), "\(unknown.err)")
+
         // A new lease: the owner moves; serve keeps running.
         let moved = try lab.renumber(0, to: 101)
         // Sync Now still syncs, and remembers where the owner is now.
@@ -78,7 +88,7 @@ struct HouseholdNetworkTests {
         let log = serve.err
         #expect(log.contains("peer-sync: listening on 0.0.0.0:\(Self.port)"))
         #expect(log.contains("advertising _family-sync._tcp on eth0 (\(lab.address(0)))"))
-        #expect(log.components(separatedBy: "peer-sync: session with ").count - 1 == 4, "\(log)")
+        #expect(log.components(separatedBy: "peer-sync: session with ").count - 1 == 5, "\(log)")
     }
 
     @Test func nobodyAnsweringIsExit69SayingWhatWasTried() throws {
@@ -185,7 +195,8 @@ struct HouseholdNetworkTests {
         class L(ServiceListener):
             def add_service(self, zc, type_, name): seen[name] = None
             def update_service(self, zc, type_, name): pass
-            def remove_service(self, zc, type_, name): pass
+            def remove_service(self, zc, type_, name): removed.append(name)
+        removed = []
         zc = Zeroconf()
         ServiceBrowser(zc, t, L())
         end = time.time() + 10
@@ -195,14 +206,27 @@ struct HouseholdNetworkTests {
             info = zc.get_service_info(t, name, timeout=3000)
             if info: out.append({"name": name, "server": info.server, "port": info.port, "addresses": info.parsed_addresses(),
                                  "txt": [k.decode() + "=" + (v or b"").decode() for k, v in info.properties.items()]})
+        print(json.dumps(out), flush=True)
+        # serve is stopped now: its goodbye (TTL 0) removes the service.
+        end = time.time() + 15
+        while not removed and time.time() < end: time.sleep(0.05)
+        print("removed" if removed else "still there", flush=True)
         zc.close()
-        print(json.dumps(out))
         """
         let path = dir.write("browse.py", script)
-        let r = try Tools.run(NetworkLab.ip, ["netns", "exec", lab.devices[1], Self.zeroconfPython!, path], timeout: 60)
-        #expect(r.status == 0, "\(r.err)")
-        let services = (try? JSONParser.parse(r.lines.last ?? "[]"))?.arrayValue ?? []
-        #expect(services.count == 1, "\(r.out) \(r.err)")
+        // One browser on the other device, one on the owner's own (sharing port 5353 with serve, as avahi-daemon would).
+        let browsers = try (0..<2).map { try BackgroundRun(NetworkLab.ip, ["netns", "exec", lab.devices[$0], Self.zeroconfPython!, path], dir: dir, name: "zc\($0)") }
+        try Self.waitFor("both browsers to report", timeout: 30) { browsers.allSatisfy { $0.out.contains("\n") } || browsers.contains { !$0.process.isRunning } }
+        kill(serve.pid, SIGTERM)
+        #expect(serve.wait(timeout: 20) == 0)
+        for b in browsers {
+            #expect(b.wait(timeout: 30) == 0, "\(b.err)")
+            #expect(b.out.hasSuffix("removed\n"), "\(b.out)")
+        }
+        let onOwner = (try? JSONParser.parse(String(browsers[0].out.split(separator: "\n").first ?? "[]")))?.arrayValue ?? []
+        #expect(onOwner.count == 1, "\(browsers[0].out) \(browsers[0].err)")
+        let services = (try? JSONParser.parse(String(browsers[1].out.split(separator: "\n").first ?? "[]")))?.arrayValue ?? []
+        #expect(services.count == 1, "\(browsers[1].out) \(browsers[1].err)")
         let s = try #require(services.first)
         #expect(s["port"]?.int64Value == Int64(SyncLimits.defaultPort))
         #expect(s["addresses"]?.arrayValue?.compactMap(\.stringValue) == [lab.address(0)])
@@ -216,7 +240,5 @@ struct HouseholdNetworkTests {
             #expect(!visible.contains(id.lowercased().replacingOccurrences(of: "-", with: "")))
             for part in id.lowercased().split(separator: "-") where part.count >= 8 { #expect(!visible.contains(part)) }
         }
-        kill(serve.pid, SIGTERM)
-        #expect(serve.wait(timeout: 20) == 0)
     }
 }

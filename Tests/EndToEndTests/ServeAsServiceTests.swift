@@ -40,6 +40,20 @@ import FamilySync
         #expect(v.status == 0, "\(v.out)\(v.err)")
     }
 
+    @Test func anOfferWithoutAddrCarriesWhereServeListens() throws {
+        let dir = TempDir()
+        let owner = dir.file("owner.db")
+        _ = try Household.owner(owner)
+        let server = try ServeProcess(db: owner, dir: dir)
+        let r = try Tools.run("pair-qr", ["--db", owner, "--format", "text", "-o", dir.file("pair.txt")])
+        #expect(r.status == 0, "\(r.err)")
+        #expect(r.json?["addr"]?.stringValue == server.address)
+        #expect(r.json?["qr"]?.stringValue?.hasSuffix("/" + server.address) == true)
+        #expect(server.stop() == 0)
+        // serve stopped: the address it listened on is still the best guess.
+        #expect(try Tools.run("pair-qr", ["--db", owner, "--format", "text", "-o", dir.file("pair.txt")]).json?["addr"]?.stringValue == server.address)
+    }
+
     @Test func sigtermMidSessionEndsItWithoutMovingCursorsAndExits0() throws {
         let dir = TempDir()
         let owner = dir.file("owner.db"), kid = dir.file("kid.db")
