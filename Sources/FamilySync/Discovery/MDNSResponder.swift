@@ -30,12 +30,15 @@ public final class MDNSResponder: @unchecked Sendable {
     public let initialInterfaces: [NetworkInterface]
 
     /// Opens the mDNS socket now, so a failure is reported at start. Returns
-    /// nil when the listener is reachable through no interface (loopback).
+    /// nil, and binds nothing, when the listener is reachable through no
+    /// interface (loopback, or an address no interface holds now); a
+    /// wildcard listener gets one even before any interface is up.
     /// `advertisement` is asked again at every refresh (its day, open offers).
     public init?(listenHost: String, log: @escaping @Sendable (String) -> Void,
                  advertisement: @escaping @Sendable () -> ServiceAdvertisement?) throws {
         let ifs = NetworkInterface.serving(host: listenHost)
-        if ifs.isEmpty && (listenHost.hasPrefix("127.") || listenHost == "::1" || listenHost == "localhost") { return nil }
+        // A wildcard listener is announced on interfaces as they come up; any other needs one now.
+        if ifs.isEmpty && !NetworkInterface.isWildcard(listenHost) { return nil }
         self.listenHost = listenHost
         self.advertisement = advertisement
         self.log = log

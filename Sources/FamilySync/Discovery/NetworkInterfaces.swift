@@ -32,15 +32,20 @@ public struct NetworkInterface: Sendable, Equatable, CustomStringConvertible {
 
     /// The interfaces a listener on `host` is reachable through: all of them
     /// for a wildcard address, the one holding a specific address, none for
-    /// loopback (nobody else can reach it, so nothing is announced) or IPv6.
+    /// loopback (nobody else can reach it, so nothing is announced) or another IPv6 address.
     public static func serving(host: String) -> [NetworkInterface] {
         let all = current()
-        if host == "0.0.0.0" || host == "*" || host.isEmpty { return all }
+        if isWildcard(host) { return all }
         var a = in_addr()
         guard inet_pton(AF_INET, host, &a) == 1 else { return [] }
         let bytes = withUnsafeBytes(of: a) { Array($0) }
         if bytes[0] == 127 { return [] }
         return all.filter { $0.address == bytes }
+    }
+
+    /// Every address of the host; a dual-stack "::" listener takes IPv4 connections too.
+    public static func isWildcard(_ host: String) -> Bool {
+        host == "0.0.0.0" || host == "::" || host == "*" || host.isEmpty
     }
 
     /// The address of the interface the default route leaves by, found with a

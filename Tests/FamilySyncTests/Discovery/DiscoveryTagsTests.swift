@@ -57,3 +57,13 @@ import Testing
         #expect(rec(Self.found("x", ["v=1"])) == nil)
     }
 }
+
+/// A listener on loopback is announced nowhere: no responder, no socket on port 5353.
+@Suite struct ResponderScopeTests {
+    @Test func aLoopbackListenerGetsNoResponder() throws {
+        for host in ["127.0.0.1", "127.0.0.2", "::1", "192.0.2.77"] {
+            #expect(NetworkInterface.serving(host: host).isEmpty)
+            #expect(try MDNSResponder(listenHost: host, log: { _ in }, advertisement: { nil }) == nil)
+        }
+    }
+}
