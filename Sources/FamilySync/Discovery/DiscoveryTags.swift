@@ -21,9 +21,10 @@ public struct DiscoveryTags: Sendable {
     public static let maxOfferTags = 4
     static let dayMilliseconds: Int64 = 86_400_000
 
-    public init(familyKey: [UInt8], family: String) throws {
+    public init(familyKey: SecretBytes, family: String) throws {
         self.family = family
-        key = try hkdfSHA256(secret: familyKey, salt: DiscoveryTags.salt, info: Array("discovery\u{0}\(family)".utf8), length: 32)
+        let k = try hkdfSHA256(secret: familyKey, salt: DiscoveryTags.salt, info: Array("discovery\u{0}\(family)".utf8), length: 32)
+        key = k.withUnsafeBytes { Array($0) }
     }
 
     /// The UTC day a time falls on.

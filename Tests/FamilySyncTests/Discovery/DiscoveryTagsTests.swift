@@ -7,7 +7,7 @@ import Testing
     static let family = "6A1C1D2E-0F3A-4B5C-8D6E-7F8091A2B3C4"
     static let owner = "11111111-2222-4333-8444-555555555555"
     static let member = "99999999-8888-4777-8666-555555555555"
-    static let key = [UInt8](repeating: 7, count: 32)
+    static let key = SecretBytes([UInt8](repeating: 7, count: 32))
     static let now = Timestamp(milliseconds: 1_796_000_000_000)
 
     static func found(_ instance: String, _ txt: [String]) -> FoundService {
@@ -24,7 +24,7 @@ import Testing
         let ownerView = tags.recogniser(devices: [Self.owner, Self.member], me: Self.owner, now: Self.now)
         #expect(ownerView(f) == nil)
         // Another family's key recognises nothing.
-        let other = try DiscoveryTags(familyKey: [UInt8](repeating: 8, count: 32), family: Self.family)
+        let other = try DiscoveryTags(familyKey: SecretBytes([UInt8](repeating: 8, count: 32)), family: Self.family)
         #expect(other.recogniser(devices: [Self.owner], me: Self.member, now: Self.now)(f) == nil)
         // A device of the family it does not know yet is still the family's.
         let newcomer = Self.found("zzzzzzzzzzzzzzzz", ["v=1", "f=\(tags.familyTag(day: day))"])
