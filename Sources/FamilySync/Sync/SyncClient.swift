@@ -48,7 +48,7 @@ public final class SyncClient {
         var guess = try expected ?? initialGuess(for: address, family: fam, me: me)
         var followedHint = false
         let giveUp = Deadline(after: wait)
-        var backoff = SyncLimits.busyRetryFirst
+        var backoff = BusyBackoff()
         var attempt = 0
         while true {
             attempt += 1
@@ -62,9 +62,7 @@ public final class SyncClient {
                     guard !giveUp.hasPassed else {
                         throw ToolError(.tempFail, "\(address) is busy syncing with another device; gave up after \(wait) (\(attempt) tries)")
                     }
-                    let pause = TimeSpan(milliseconds: min(max(backoff.milliseconds, retryAfter.milliseconds), Int64(giveUp.remainingMilliseconds) + 1))
-                    sleep(pause)
-                    backoff = TimeSpan(milliseconds: min(backoff.milliseconds * 2, SyncLimits.busyRetryCap.milliseconds))
+                    sleep(backoff.pause(retryAfter: retryAfter, until: giveUp))
                     continue
                 case let .refused(r):
                     if r.reason == .wrongPeer, let hint = r.device, hint != guess, !followedHint {
@@ -165,7 +163,8 @@ public final class SyncClient {
         do {
             switch f.type {
             case .busy:
-                let ms = (try? FieldReader(f).int("retryAfterMs", max: 60_000)) ?? SyncLimits.busyRetryHint.milliseconds
+                // A missing or unreadable hint counts as none: our own backoff decides.
+                let ms = (try? FieldReader(f).int("retryAfterMs", max: Int64.max)) ?? 0
                 return .busy(retryAfter: TimeSpan(milliseconds: ms))
             case .refused:
                 return .refused(try RefusalMessage(f))
@@ -227,20 +226,19 @@ public final class SyncClient {
         let identity = SessionIdentity.pair(family: offer.family, tag: try SessionKeys.offerTag(nonce: offer.nonce, family: offer.family))
         let key = try SessionKeys.pairingPSK(nonce: offer.nonce, family: offer.family)
         let giveUp = Deadline(after: wait)
-        var backoff = SyncLimits.busyRetryFirst
+        var backoff = BusyBackoff()
         var attempt = 0
         while true {
             attempt += 1
             let channel = try open(address, identity: identity.bytes, key: key)
             if !channel.tls.isAuthenticated {
                 switch try readNotice(channel, from: address) {
-                case .busy:
+                case let .busy(retryAfter):
                     emit("busy", [("address", .string(address.description)), ("attempt", .int(attempt))])
                     guard !giveUp.hasPassed else {
                         throw ToolError(.tempFail, "\(address) is busy syncing with another device; gave up after \(wait) (\(attempt) tries)")
                     }
-                    sleep(TimeSpan(milliseconds: min(backoff.milliseconds, Int64(giveUp.remainingMilliseconds) + 1)))
-                    backoff = TimeSpan(milliseconds: min(backoff.milliseconds * 2, SyncLimits.busyRetryCap.milliseconds))
+                    sleep(backoff.pause(retryAfter: retryAfter, until: giveUp))
                     continue
                 case let .refused(r):
                     emit("refused", [("address", .string(address.description)), ("reason", .string(r.reason.rawValue)), ("message", .string(r.message))])
@@ -296,5 +294,19 @@ public final class SyncClient {
                 throw ToolError(e.status, "joined family \(fam.id), but the first sync failed: \(e.message)")
             }
         }
+    }
+}
+
+/// How long a client waits before trying a busy peer again (docs/protocol.md
+/// §7.10): the longer of its own backoff (0.5 s, doubling to 8 s) and the
+/// server's `retryAfterMs` (heeded up to 60 s), never past the deadline.
+struct BusyBackoff {
+    private(set) var backoff = SyncLimits.busyRetryFirst
+
+    mutating func pause(retryAfter: TimeSpan, until giveUp: Deadline) -> TimeSpan {
+        let hint = min(max(retryAfter.milliseconds, 0), SyncLimits.busyRetryAfterCap.milliseconds)
+        let wait = max(backoff.milliseconds, hint)
+        backoff = TimeSpan(milliseconds: min(backoff.milliseconds * 2, SyncLimits.busyRetryCap.milliseconds))
+        return TimeSpan(milliseconds: min(wait, Int64(giveUp.remainingMilliseconds) + 1))
     }
 }
