@@ -9,7 +9,7 @@ RELEASE_FLAGS := -c release --static-swift-stdlib
 RELEASE_BIN = $(shell $(SWIFT) build $(RELEASE_FLAGS) --show-bin-path 2>/dev/null)
 DEBUG_BIN = $(shell $(SWIFT) build --show-bin-path 2>/dev/null)
 
-.PHONY: all build deps test-deps bench-deps demo test bench man install uninstall clean
+.PHONY: all build deps test-deps bench-deps demo test c-warnings bench man install uninstall clean
 
 all: build
 
@@ -43,9 +43,16 @@ demo: build
 	$(call apt_install,packages/apt-demo.txt)
 	@bash scripts/demo.sh "$(RELEASE_BIN)"
 
-test: test-deps
+test: test-deps c-warnings
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build
+
+# The C glue must compile without a warning (SwiftPM builds it without -Wall).
+C_SOURCES := $(wildcard Sources/JPEGGlue/*.c)
+c-warnings: deps
+	@for f in $(C_SOURCES); do \
+	    $${CC:-cc} -std=c11 -Wall -Wextra -Werror -fsyntax-only -ISources/JPEGGlue/include $$f || exit 1; \
+	done
 
 bench: bench-deps build
 	@bash bench/run.sh "$(RELEASE_BIN)"

@@ -15,7 +15,9 @@ cleanup() {
 trap cleanup EXIT
 cd "$work"
 
-bold=$(tput bold 2>/dev/null || true) plain=$(tput sgr0 2>/dev/null || true)
+# Bold steps on a terminal only: piped or saved, the transcript carries no escapes.
+bold="" plain=""
+if [ -t 1 ]; then bold=$(tput bold 2>/dev/null || true) plain=$(tput sgr0 2>/dev/null || true); fi
 say() { printf '\n%s# %s%s\n' "$bold" "$*" "$plain"; }
 step() { printf '%s$ %s%s\n' "$bold" "$*" "$plain"; }
 run() { step "$*"; eval "$@"; }

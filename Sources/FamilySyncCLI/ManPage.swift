@@ -145,7 +145,25 @@ public enum ManPage {
             }
         }
         if !line.isEmpty { m.append(escape(line)) }
-        return m
+        return m.map(breakable)
+    }
+
+    /// Words longer than this get break points, so no line overflows an
+    /// 80-column terminal (groff's "can't break line").
+    static let longestUnbrokenWord = 40
+
+    /// Adds troff's zero-width break point `\:` after each ':' , '/' or ','
+    /// inside a word too long for one line, e.g. a certificate fingerprint.
+    static func breakable(_ line: String) -> String {
+        line.split(separator: " ", omittingEmptySubsequences: false).map { word -> String in
+            guard word.count > longestUnbrokenWord else { return String(word) }
+            var t = ""
+            for c in word {
+                t.append(c)
+                if c == ":" || c == "/" || c == "," { t += "\\:" }
+            }
+            return t
+        }.joined(separator: " ")
     }
 
     /// Escapes text for a mdoc text line.

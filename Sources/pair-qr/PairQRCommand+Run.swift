@@ -50,7 +50,8 @@ extension PairQRCommand {
                 }
                 try writeAtomically(bytes, to: output)
             } else {
-                let drawn = format == "text" ? r.text() : r.terminal()
+                // Colour escapes only for a terminal; a file or pipe gets plain half blocks.
+                let drawn = format == "text" ? r.text() : r.terminal(colour: isatty(2) == 1)
                 FileHandle.standardError.write(Data(drawn.utf8))
             }
         } catch {

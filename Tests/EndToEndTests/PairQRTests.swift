@@ -110,20 +110,38 @@ import Testing
         #expect(s.out == r.out)
     }
 
-    @Test func terminalRoundTripOnStderrWithColoursAndQuietZone() throws {
+    /// A pipe gets plain half blocks, no escape at all, that still scan: a
+    /// block is ink, so dark modules are drawn dark on the page.
+    @Test func terminalDrawingToAPipeHasNoEscapesAndScansAsPrinted() throws {
         let d = TempDir()
         let r = try Tools.run("pair-qr", ["--db", d.file("o.db"), "--now", PairQRTests.now])
         #expect(r.status == 0)
         #expect(r.lines.count == 1)
+        #expect(!r.err.contains("\u{1B}"), "escape written to a pipe")
         let lines = r.err.split(separator: "\n")
-        #expect(lines.allSatisfy { $0.hasPrefix("\u{1B}[30;107m") && $0.hasSuffix("\u{1B}[0m") })
         // Four modules of quiet zone: the first two lines are blank, and every line starts with four blanks.
-        let plain = lines.map { $0.replacing(/\u{1B}\[[0-9;]*m/, with: "") }
-        #expect(plain[0].allSatisfy { $0 == " " } && plain[1].allSatisfy { $0 == " " })
-        #expect(plain.allSatisfy { $0.hasPrefix("    ") && $0.hasSuffix("    ") })
+        #expect(lines[0].allSatisfy { $0 == " " } && lines[1].allSatisfy { $0 == " " })
+        #expect(lines.allSatisfy { $0.hasPrefix("    ") && $0.hasSuffix("    ") })
         let s = try PairQRTests.scan(try PairQRTests.rasterizeTerminal(r.err), in: d, name: "term")
         #expect(s.status == 0, "\(s.err)")
         #expect(s.out == r.out)
+    }
+
+    /// On a terminal (a pseudo-terminal made by script(1)) the drawing sets
+    /// black on white on every line and resets it, and still scans.
+    @Test func terminalDrawingOnATerminalSetsItsColours() throws {
+        let d = TempDir()
+        let cmd = "\(Tools.path("pair-qr")) --db \(d.file("o.db")) --now \(PairQRTests.now) > \(d.file("offer.json"))"
+        let r = try Tools.run("/usr/bin/script", ["-q", "-e", "-c", cmd, d.file("typescript")])
+        #expect(r.status == 0, "\(r.err)")
+        let drawn = try String(contentsOfFile: d.file("typescript"), encoding: .utf8)
+            .replacingOccurrences(of: "\r\n", with: "\n")
+        let lines = drawn.split(separator: "\n").filter { $0.contains("\u{1B}[30;107m") }
+        #expect(lines.count > 10)
+        #expect(lines.allSatisfy { $0.hasPrefix("\u{1B}[30;107m") && $0.hasSuffix("\u{1B}[0m") })
+        let s = try PairQRTests.scan(try PairQRTests.rasterizeTerminal(lines.joined(separator: "\n") + "\n"), in: d, name: "term")
+        #expect(s.status == 0, "\(s.err)")
+        #expect(s.out == (try String(contentsOfFile: d.file("offer.json"), encoding: .utf8)))
     }
 
     @Test func textRoundTripToAFileAndToStderr() throws {

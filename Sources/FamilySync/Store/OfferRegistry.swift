@@ -78,4 +78,18 @@ extension Store {
         try db.run("UPDATE offers SET used_at = ?, used_by = ? WHERE nonce = ? AND used_at IS NULL", [.int(now.milliseconds), .text(deviceID), .text(nonce)])
         return db.changes == 1 ? .accepted : .alreadyUsed
     }
+
+    /// Every offer this store made, with its state at `now`, for matching a
+    /// joining device's offer tag.
+    func offerStates(now: Timestamp) throws -> [(nonce: String, state: OfferRedemption)] {
+        let s = try db.prepare("SELECT nonce, expires_at, used_at, closed_at FROM offers")
+        defer { s.reset() }
+        var out: [(String, OfferRedemption)] = []
+        while try s.step() {
+            let state: OfferRedemption
+            if !s.isNull(2) { state = .alreadyUsed } else if !s.isNull(3) { state = .closed } else if s.int64(1) <= now.milliseconds { state = .expired } else { state = .accepted }
+            out.append((s.text(0), state))
+        }
+        return out
+    }
 }

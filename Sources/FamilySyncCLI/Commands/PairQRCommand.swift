@@ -12,7 +12,7 @@ public enum PairQRCommand {
 
             The code carries about 100 characters of upper-case ASCII in QR's alphanumeric mode, never more than 120: FS1/FAMILY/NONCE/EXPIRES/HOST:PORT, where FS1 is the format version and EXPIRES is in Unix seconds. It grants nothing by itself: a device redeems it with peer-sync join, in a live handshake with the owner's device, while the offer is open, and only once. Every call makes a new nonce; offers are never reused.
 
-            The code is drawn as a PNG (-o FILE, written whole or not at all), an SVG, plain text (## for a dark module), or, without -o, with Unicode half blocks on standard error, so standard output stays JSON. The terminal drawing sets black on white explicitly and includes the quiet zone, so a phone reads it off a dark or a light terminal.
+            The code is drawn as a PNG (-o FILE, written whole or not at all), an SVG, plain text (## for a dark module), or, without -o, with Unicode half blocks on standard error, so standard output stays JSON. The terminal drawing includes the quiet zone; on a terminal it sets black on white explicitly, so a phone reads it off a dark or a light terminal, and to a file or pipe it writes plain half blocks with no escapes, a block for each dark module, which scan as printed.
 
             --list prints the open offers, one JSON line each; --close NONCE, or --close all, ends offers early, as when the pairing sheet is closed. A member's store makes no offers: pair-qr says so and exits 77, changing nothing.
             """,

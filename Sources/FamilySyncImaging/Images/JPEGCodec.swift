@@ -1,5 +1,5 @@
 import FamilySync
-import CJPEG
+import JPEGGlue
 import Glibc
 
 /// JPEG through libjpeg(-turbo): baseline and progressive, gray, YCbCr and

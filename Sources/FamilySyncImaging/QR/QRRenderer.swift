@@ -72,15 +72,18 @@ public struct QRRenderer: Sendable {
             """
     }
 
-    /// Unicode half blocks, two module rows per line, black on white set
-    /// explicitly (SGR 30;107), so the code reads the same on dark and light
-    /// terminals; the quiet zone is drawn, and each line resets its colours.
-    public func terminal() -> String {
+    /// Unicode half blocks, two module rows per line, the quiet zone drawn.
+    /// With `colour` (for a terminal), black on white is set explicitly (SGR
+    /// 30;107) so the code reads the same on dark and light terminals, and
+    /// each line resets its colours. Without it (a file or a pipe) there are no
+    /// escapes at all: a block is ink, so a dark module is drawn as ink and the
+    /// code scans as printed, dark on light.
+    public func terminal(colour: Bool = true) -> String {
         let side = sideModules
         var out = ""
         var y = 0
         while y < side {
-            out += "\u{1B}[30;107m"
+            if colour { out += "\u{1B}[30;107m" }
             for x in 0..<side {
                 let top = dark(x, y), bottom = y + 1 < side ? dark(x, y + 1) : false
                 switch (top, bottom) {
@@ -90,7 +93,7 @@ public struct QRRenderer: Sendable {
                 case (true, true): out += "\u{2588}"
                 }
             }
-            out += "\u{1B}[0m\n"
+            out += colour ? "\u{1B}[0m\n" : "\n"
             y += 2
         }
         return out

@@ -23,7 +23,8 @@ enum Tools {
         return ".build/debug"
     }()
 
-    static func path(_ tool: String) -> String { binDir + "/" + tool }
+    /// A built tool by name, or any program by absolute path.
+    static func path(_ tool: String) -> String { tool.hasPrefix("/") ? tool : binDir + "/" + tool }
 
     /// Runs `tool args` with `stdin` and extra environment; waits at most `timeout` seconds.
     @discardableResult

@@ -82,6 +82,32 @@ import Testing
         #expect(r.1.isEmpty, "\(r.1)")
     }
 
+    /// Runs argv and returns its status and standard error alone.
+    static func stderrOf(_ argv: [String]) -> (Int32, String)? {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        p.arguments = argv
+        let err = Pipe(), out = Pipe()
+        p.standardOutput = out
+        p.standardError = err
+        do { try p.run() } catch { return nil }
+        DispatchQueue.global().async { _ = out.fileHandleForReading.readDataToEndOfFile() }
+        let e = err.fileHandleForReading.readDataToEndOfFile()
+        p.waitUntilExit()
+        return (p.terminationStatus, String(decoding: e, as: UTF8.self))
+    }
+
+    /// What a reader sees: man(1) through groff at 80 columns, and mandoc's
+    /// terminal output, both without a single warning ("can't break line").
+    @Test(arguments: names.map { "man/man1/\($0).1" } + ["man/man7/family-sync.7"])
+    func manPageRendersCleanAt80Columns(page: String) throws {
+        try #require(Self.have("man") && Self.have("mandoc"), "man-db and mandoc are installed by 'make test'")
+        let groff = try #require(Self.stderrOf(["MANWIDTH=80", "MAN_DISABLE_SECCOMP=1", "man", "--warnings", "-E", "UTF-8", "-l", Self.root + "/" + page]))
+        #expect(groff.0 == 0 && groff.1.isEmpty, "man -l \(page): \(groff.1)")
+        let mandoc = try #require(Self.stderrOf(["mandoc", "-Tutf8", "-W", "warning", "-O", "width=80", Self.root + "/" + page]))
+        #expect(mandoc.0 == 0 && mandoc.1.isEmpty, "mandoc \(page): \(mandoc.1)")
+    }
+
     @Test(arguments: names)
     func completionScriptsLoad(tool: String) throws {
         for (shell, rel) in [("bash", "completions/bash/\(tool)"), ("zsh", "completions/zsh/_\(tool)"), ("fish", "completions/fish/\(tool).fish")] {

@@ -1,25 +1,7 @@
 import CSQLite
 
-/// One RECORDS batch as it goes out (docs/protocol.md §7.2, §7.4): its NDJSON
-/// payload, how many records it holds, the last change number it covers, and
-/// the records whose `modifiedAt` was pulled back to the peer's limit on the
-/// way out (the sender keeps the same version: `adoptClamped`).
-struct OutgoingBatch {
-    var payload: [UInt8] = []
-    var count = 0
-    var lastSeq: Int64
-    var clamped: [ClampedRecord] = []
-}
-
-/// A record the sender clamped: its row, the change number it had, and the
-/// line sent (the held line with only the `modifiedAt` value rewritten).
-struct ClampedRecord {
-    var rid: Int64
-    var seq: Int64
-    var time: Int64
-    var line: [UInt8]
-}
-
+/// Records as a session streams them: batches out of the change log, and
+/// the write-ahead-log setting a session raises while batches stream in.
 extension Store {
     /// One batch of records changed after `after` and at most `upTo`, oldest
     /// change first, as NDJSON: at most `maxCount` records, cut after the
@@ -113,4 +95,39 @@ extension Store {
         let used = seq - first
         return used
     }
+
+    /// Lets the session's connection grow the write-ahead log to about
+    /// `bytes` before checkpointing (fewer checkpoints, each with its fsyncs,
+    /// while a library streams in). Returns the previous setting in pages, to
+    /// put back with `restoreAutoCheckpoint`.
+    func raiseAutoCheckpoint(bytes: Int64) throws -> Int64 {
+        let before = try db.scalarInt("PRAGMA wal_autocheckpoint") ?? 1000
+        let pageSize = max(512, try db.scalarInt("PRAGMA page_size") ?? 4096)
+        _ = try db.scalarInt("PRAGMA wal_autocheckpoint = \(max(before, bytes / pageSize))")
+        return before
+    }
+
+    func restoreAutoCheckpoint(pages: Int64) throws {
+        _ = try db.scalarInt("PRAGMA wal_autocheckpoint = \(pages)")
+    }
+}
+
+/// One RECORDS batch as it goes out (docs/protocol.md §7.2, §7.4): its NDJSON
+/// payload, how many records it holds, the last change number it covers, and
+/// the records whose `modifiedAt` was pulled back to the peer's limit on the
+/// way out (the sender keeps the same version: `adoptClamped`).
+struct OutgoingBatch {
+    var payload: [UInt8] = []
+    var count = 0
+    var lastSeq: Int64
+    var clamped: [ClampedRecord] = []
+}
+
+/// A record the sender clamped: its row, the change number it had, and the
+/// line sent (the held line with only the `modifiedAt` value rewritten).
+struct ClampedRecord {
+    var rid: Int64
+    var seq: Int64
+    var time: Int64
+    var line: [UInt8]
 }

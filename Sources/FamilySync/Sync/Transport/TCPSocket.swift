@@ -18,31 +18,6 @@ public struct SocketError: Error, CustomStringConvertible, Sendable {
     }
 }
 
-/// A host and port as written on the command line: `HOST:PORT`, where HOST
-/// is a name, an IPv4 address, a bracketless IPv6 address (the port is after
-/// the last colon, as pairing offers write it) or `[IPv6]`.
-public struct HostPort: Sendable, Equatable, CustomStringConvertible {
-    public var host: String
-    public var port: UInt16
-    public init(host: String, port: UInt16) {
-        self.host = host
-        self.port = port
-    }
-
-    public init?(parsing text: String) {
-        guard let colon = text.lastIndex(of: ":"), let p = UInt16(text[text.index(after: colon)...]) else { return nil }
-        var h = String(text[..<colon])
-        if h.hasPrefix("[") && h.hasSuffix("]") { h = String(h.dropFirst().dropLast()) }
-        guard !h.isEmpty, h.utf8.count <= 253,
-              h.utf8.allSatisfy({ c in (c >= 0x30 && c <= 0x39) || (c >= 0x41 && c <= 0x5A) || (c >= 0x61 && c <= 0x7A) || c == 0x2D || c == 0x2E || c == 0x3A || c == 0x5F })
-        else { return nil }
-        host = h
-        port = p
-    }
-
-    public var description: String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
-}
-
 /// A TCP socket, owned: closed in deinit. Not Sendable: one thread uses it.
 /// Every call that can be interrupted retries on EINTR.
 public final class TCPSocket {
@@ -205,36 +180,5 @@ public final class TCPSocket {
         let h = String(decoding: host.prefix(while: { $0 != 0 }).map { UInt8(bitPattern: $0) }, as: UTF8.self)
         let s = String(decoding: serv.prefix(while: { $0 != 0 }).map { UInt8(bitPattern: $0) }, as: UTF8.self)
         return h.contains(":") ? "[\(h)]:\(s)" : "\(h):\(s)"
-    }
-}
-
-/// A point on the monotonic clock by which something must have happened.
-public struct Deadline: Sendable, Comparable {
-    /// Nanoseconds on CLOCK_MONOTONIC.
-    public var nanoseconds: UInt64
-
-    public static func now() -> Deadline {
-        var ts = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &ts)
-        return Deadline(nanoseconds: UInt64(ts.tv_sec) * 1_000_000_000 + UInt64(ts.tv_nsec))
-    }
-    public init(nanoseconds: UInt64) { self.nanoseconds = nanoseconds }
-    public init(after span: TimeSpan) {
-        self = Deadline.now().adding(span)
-    }
-    public func adding(_ span: TimeSpan) -> Deadline {
-        Deadline(nanoseconds: nanoseconds &+ UInt64(max(0, span.milliseconds)) &* 1_000_000)
-    }
-    public static func < (a: Deadline, b: Deadline) -> Bool { a.nanoseconds < b.nanoseconds }
-    public var hasPassed: Bool { Deadline.now() >= self }
-    /// Milliseconds left, rounded up, for poll(2); 0 once passed.
-    public var remainingMilliseconds: Int32 {
-        let n = Deadline.now().nanoseconds
-        guard nanoseconds > n else { return 0 }
-        return Int32(min(UInt64(Int32.max), (nanoseconds - n + 999_999) / 1_000_000))
-    }
-    /// Milliseconds since `earlier`.
-    public func milliseconds(since earlier: Deadline) -> Int64 {
-        nanoseconds >= earlier.nanoseconds ? Int64((nanoseconds - earlier.nanoseconds) / 1_000_000) : -Int64((earlier.nanoseconds - nanoseconds) / 1_000_000)
     }
 }

@@ -1,0 +1,86 @@
+import CSQLite
+
+/// The family key's epoch, per-device keys and the roster with revocations.
+/// Secrets live in the `secrets` table (the store file is 0600) and are
+/// never printed.
+///
+/// Keys (docs/protocol.md, "Keys and revocation"):
+/// - `family_secret` (secrets) with `family_epoch` (meta): the family key all
+///   current members share; member-to-member sessions derive their PSK from it.
+///   The owner replaces it with a fresh one on every revocation.
+/// - `device_key` (secrets): a member's own key, issued by the owner at pairing;
+///   owner-to-member sessions derive their PSK from it. The owner keeps every
+///   member's as `device_key:<DEVICE>`.
+extension Store {
+    /// The family key's epoch: 0 for the key the family was made with, one more per revocation.
+    public var familyEpoch: Int64 {
+        get throws { Int64(try meta("family_epoch") ?? "0") ?? 0 }
+    }
+
+    /// Replaces the family key (a revocation on the owner, or the owner's new key on a member).
+    public func setFamilyKey(_ key: [UInt8], epoch: Int64) throws {
+        try setSecret("family_secret", key)
+        try setMeta("family_epoch", String(epoch))
+    }
+
+    /// This member's own device key.
+    public func ownDeviceKey() throws -> [UInt8]? { try secret("device_key") }
+    public func setOwnDeviceKey(_ key: [UInt8]) throws { try setSecret("device_key", key) }
+
+    /// The owner's copy of a member's device key.
+    public func memberDeviceKey(_ device: String) throws -> [UInt8]? { try secret("device_key:" + device) }
+
+    // MARK: The roster
+
+    public func device(_ id: String) throws -> DeviceInfo? {
+        try devices().first { $0.deviceID == id }
+    }
+
+    /// Whether this store's own device has been revoked (it learned so from the owner).
+    public var isSelfRevoked: Bool {
+        get throws { try device(try deviceID)?.revokedAt != nil }
+    }
+
+    /// Devices that are not revoked, this one included.
+    public func activeDeviceCount() throws -> Int {
+        Int(try db.scalarInt("SELECT count(*) FROM devices WHERE revoked_at IS NULL") ?? 0)
+    }
+
+    /// Adds or updates a device as a roster says. `authoritative` (the owner's
+    /// roster) may also lift a revocation; otherwise revocations only accumulate.
+    public func mergeRosterEntry(device: String, role: FamilyInfo.Role, joinedAt: Timestamp, revokedAt: Timestamp?, authoritative: Bool) throws {
+        try db.run("INSERT OR IGNORE INTO devices (device_id, role, joined_at) VALUES (?, ?, ?)",
+                   [.text(device), .text(role.rawValue), .int(joinedAt.milliseconds)])
+        if authoritative {
+            try db.run("UPDATE devices SET role = ?, joined_at = ?, revoked_at = ? WHERE device_id = ?",
+                       [.text(role.rawValue), .int(joinedAt.milliseconds), revokedAt.map { .int($0.milliseconds) } ?? .null, .text(device)])
+        } else if let revokedAt {
+            try db.run("UPDATE devices SET revoked_at = ? WHERE device_id = ? AND revoked_at IS NULL", [.int(revokedAt.milliseconds), .text(device)])
+        }
+    }
+
+    /// Owner: admits a joining device and issues its device key. Call inside
+    /// the transaction that also consumes the offer's nonce.
+    public func admitDeviceInTransaction(_ device: String, now: Timestamp) throws -> [UInt8] {
+        let key = try secureRandomBytes(Store.familySecretBytes)
+        try db.run("INSERT INTO devices (device_id, role, joined_at) VALUES (?, 'member', ?)", [.text(device), .int(now.milliseconds)])
+        try setSecret("device_key:" + device, key)
+        return key
+    }
+
+    /// Owner: revokes a device and moves the family to a fresh key, so the
+    /// revoked device cannot derive any PSK a current member accepts. Its
+    /// device key is kept only so the owner can still tell it, authenticated,
+    /// that it was revoked. Returns the new epoch.
+    public func revokeDeviceInTransaction(_ device: String, now: Timestamp) throws -> Int64 {
+        try db.run("UPDATE devices SET revoked_at = ? WHERE device_id = ? AND revoked_at IS NULL", [.int(now.milliseconds), .text(device)])
+        let epoch = try familyEpoch + 1
+        try setFamilyKey(try secureRandomBytes(Store.familySecretBytes), epoch: epoch)
+        return epoch
+    }
+
+    /// Marks this device as revoked (the owner said so on an authenticated session).
+    public func markSelfRevoked(at t: Timestamp) throws {
+        try db.run("UPDATE devices SET revoked_at = ? WHERE device_id = ? AND revoked_at IS NULL", [.int(t.milliseconds), .text(try deviceID)])
+    }
+}

@@ -1,0 +1,109 @@
+import CSQLite
+
+/// Photos as a session moves them: which ones this store still wants, and
+/// their bytes written and read in chunks through SQLite's incremental blob I/O.
+extension Store {
+    /// Up to `limit` wanted photos whose hash sorts after `after`: the next wave.
+    public func wantedPhotos(after: String, limit: Int) throws -> [String] {
+        let s = try db.prepare("""
+            SELECT DISTINCT rp.sha256 FROM record_photos rp
+            WHERE rp.sha256 > ? AND NOT EXISTS (SELECT 1 FROM photos p WHERE p.sha256 = rp.sha256)
+            ORDER BY rp.sha256 LIMIT ?
+            """)
+        try s.bind([.text(after), .int(Int64(limit))])
+        defer { s.reset() }
+        var out: [String] = []
+        while try s.step() { out.append(s.text(0)) }
+        return out
+    }
+
+    /// How many photos live records name that this store does not hold.
+    public func wantedPhotoCount() throws -> Int {
+        Int(try db.scalarInt("""
+            SELECT count(DISTINCT rp.sha256) FROM record_photos rp
+            WHERE NOT EXISTS (SELECT 1 FROM photos p WHERE p.sha256 = rp.sha256)
+            """) ?? 0)
+    }
+
+    /// The photo's row and size, for reading it in chunks.
+    func photoLocation(_ sha256: String) throws -> (rowid: Int64, size: Int)? {
+        let s = try db.prepare("SELECT rowid, length(bytes) FROM photos WHERE sha256 = ?")
+        try s.bind([.text(sha256)])
+        defer { s.reset() }
+        return try s.step() ? (s.int64(0), Int(s.int64(1))) : nil
+    }
+
+    /// Keeps a received photo, `size` bytes arriving as `chunks`, whose bytes
+    /// the caller has already hashed to `sha256` as they arrived (so they are
+    /// not hashed twice). The row is made with a zeroblob and filled chunk by
+    /// chunk through incremental blob I/O, so neither SQLite nor the caller
+    /// builds a buffer the size of the photo; all in one transaction.
+    func keepVerifiedPhoto(_ chunks: [ArraySlice<UInt8>], size: Int, sha256: String, now: Timestamp) throws {
+        precondition(chunks.reduce(0) { $0 + $1.count } == size, "photo chunks do not add up to its size")
+        try write {
+            try db.run("INSERT OR IGNORE INTO photos (sha256, size, added_at, bytes) VALUES (?, ?, ?, zeroblob(?))",
+                       [.text(sha256), .int(Int64(size)), .int(now.milliseconds), .int(Int64(size))])
+            guard db.changes == 1, size > 0 else { return }
+            let rowid = db.lastInsertRowID
+            var b: OpaquePointer?
+            var rc = sqlite3_blob_open(db.handle, "main", "photos", "bytes", rowid, 1, &b)
+            guard rc == SQLITE_OK, let blob = b else {
+                if let b { sqlite3_blob_close(b) }
+                throw SQLiteError(code: rc, context: "opening a received photo for writing", message: String(cString: sqlite3_errmsg(db.handle)))
+            }
+            defer { sqlite3_blob_close(blob) }
+            var offset: Int32 = 0
+            for chunk in chunks {
+                rc = chunk.withUnsafeBytes { sqlite3_blob_write(blob, $0.baseAddress, Int32($0.count), offset) }
+                try db.check(rc, "writing a received photo")
+                offset += Int32(chunk.count)
+            }
+        }
+    }
+}
+
+/// Reads a photo's bytes a chunk at a time through SQLite's incremental blob
+/// I/O, so sending a large photo never holds all of it in memory. The blob
+/// is opened for each chunk and closed again, so no read stays open across
+/// the session's other writes. Not Sendable.
+final class PhotoBlobReader {
+    private let store: Store
+    let rowid: Int64
+    let size: Int
+    private(set) var offset = 0
+    private var scratch: [UInt8] = []
+
+    init(store: Store, rowid: Int64, size: Int) {
+        self.store = store
+        self.rowid = rowid
+        self.size = size
+    }
+
+    var isFinished: Bool { offset >= size }
+
+    /// Reads the next at most `max` bytes, appending them to `out`.
+    func readChunk(max: Int, into out: inout [UInt8]) throws {
+        let n = min(max, size - offset)
+        guard n > 0 else { return }
+        let db = store.db.handle
+        var b: OpaquePointer?
+        var rc = sqlite3_blob_open(db, "main", "photos", "bytes", rowid, 0, &b)
+        guard rc == SQLITE_OK, let blob = b else {
+            if let b { sqlite3_blob_close(b) }
+            throw SQLiteError(code: rc, context: "opening a photo for reading", message: String(cString: sqlite3_errmsg(db)))
+        }
+        defer { sqlite3_blob_close(blob) }
+        guard Int(sqlite3_blob_bytes(blob)) == size else {
+            throw SQLiteError(code: SQLITE_ABORT, context: "reading a photo", message: "the photo changed while it was being sent")
+        }
+        // Read into a buffer of our own and append it in one copy: growing `out`
+        // by zeros first went a byte at a time.
+        if scratch.count < n { scratch = [UInt8](repeating: 0, count: n) }
+        rc = scratch.withUnsafeMutableBytes { sqlite3_blob_read(blob, $0.baseAddress!, Int32(n), Int32(offset)) }
+        guard rc == SQLITE_OK else {
+            throw SQLiteError(code: rc, context: "reading a photo", message: String(cString: sqlite3_errmsg(db)))
+        }
+        out.append(contentsOf: scratch[0..<n])
+        offset += n
+    }
+}

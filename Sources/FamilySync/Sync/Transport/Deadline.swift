@@ -1,0 +1,32 @@
+import Foundation
+
+/// A point on the monotonic clock by which something must have happened.
+public struct Deadline: Sendable, Comparable {
+    /// Nanoseconds on CLOCK_MONOTONIC.
+    public var nanoseconds: UInt64
+
+    public static func now() -> Deadline {
+        var ts = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &ts)
+        return Deadline(nanoseconds: UInt64(ts.tv_sec) * 1_000_000_000 + UInt64(ts.tv_nsec))
+    }
+    public init(nanoseconds: UInt64) { self.nanoseconds = nanoseconds }
+    public init(after span: TimeSpan) {
+        self = Deadline.now().adding(span)
+    }
+    public func adding(_ span: TimeSpan) -> Deadline {
+        Deadline(nanoseconds: nanoseconds &+ UInt64(max(0, span.milliseconds)) &* 1_000_000)
+    }
+    public static func < (a: Deadline, b: Deadline) -> Bool { a.nanoseconds < b.nanoseconds }
+    public var hasPassed: Bool { Deadline.now() >= self }
+    /// Milliseconds left, rounded up, for poll(2); 0 once passed.
+    public var remainingMilliseconds: Int32 {
+        let n = Deadline.now().nanoseconds
+        guard nanoseconds > n else { return 0 }
+        return Int32(min(UInt64(Int32.max), (nanoseconds - n + 999_999) / 1_000_000))
+    }
+    /// Milliseconds since `earlier`.
+    public func milliseconds(since earlier: Deadline) -> Int64 {
+        nanoseconds >= earlier.nanoseconds ? Int64((nanoseconds - earlier.nanoseconds) / 1_000_000) : -Int64((earlier.nanoseconds - nanoseconds) / 1_000_000)
+    }
+}
