@@ -99,6 +99,30 @@ import FamilySync
         #expect(try Household.recordCount(owner) == 0)
     }
 
+    /// §5.1: a ClientHello that offers no PSK at all gets the notice
+    /// `bad-identity` (here from OpenSSL's own client, without -psk).
+    @Test func aClientHelloWithoutAPSKGetsBadIdentity() throws {
+        let dir = TempDir()
+        let (_, _, server) = try PeerSyncFaultTests.pair(dir)
+        defer { server.stop() }
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        p.arguments = ["openssl", "s_client", "-connect", server.address, "-tls1_3", "-quiet"]
+        let input = Pipe(), output = Pipe()
+        p.standardInput = input
+        p.standardOutput = output
+        p.standardError = FileHandle.nullDevice
+        try p.run()
+        nonisolated(unsafe) let client = p
+        DispatchQueue.global().asyncAfter(deadline: .now() + 30) { if client.isRunning { client.terminate() } }
+        let out = output.fileHandleForReading.readDataToEndOfFile()  // until the server closes
+        try? input.fileHandleForWriting.close()
+        p.waitUntilExit()
+        let text = String(decoding: out, as: UTF8.self)
+        #expect(text.contains("\"reason\":\"bad-identity\""), "\(text)")
+        #expect(out.count > 5 && out[out.startIndex + 4] == 0x03)  // one REFUSED frame
+    }
+
     /// §3.3, §10: an identity longer than 200 bytes is not ours: the notice
     /// `bad-identity`, whatever its length (OpenSSL-based peers may cap at 256).
     @Test(arguments: [201, 300, 600])

@@ -265,11 +265,16 @@ public final class SyncClient {
                     throw ToolError(.noPermission, "refused by \(address): \(r.message) (\(r.reason.rawValue)); nothing was stored")
                 case .error:
                     let m = (try? FieldReader(reply!).string("message", maxBytes: 1024)) ?? ""
+                    _ = channel.tls.shutdown(deadline: Deadline(after: SyncLimits.errorCloseTimeout))
                     throw ToolError(.dataError, "\(address) reported a protocol error: \(m); nothing was stored")
                 default:
                     throw ProtocolError("expected WELCOME or REFUSED, got \(reply!.type.name)")
                 }
             } catch let e as ProtocolError {
+                // ERROR, then close_notify (docs/protocol.md §6).
+                channel.send(.error, json: .object([("message", .string(e.message))]))
+                try? channel.drain(deadline: Deadline(after: SyncLimits.errorCloseTimeout))
+                _ = channel.tls.shutdown(deadline: Deadline(after: SyncLimits.errorCloseTimeout))
                 throw ToolError(.dataError, "protocol error from \(address): \(e.message); nothing was stored")
             } catch let e as TLSError {
                 throw ToolError(.unavailable, "connection to \(address) lost during the join (\(e.description)); nothing was stored")

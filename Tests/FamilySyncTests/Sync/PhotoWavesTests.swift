@@ -88,6 +88,41 @@ import Testing
         #expect(sizes.filter { $0 < SyncLimits.waveSize }.count <= batches.count)
     }
 
+    /// §7.6: a receiver accepts any chunk size and the answers of one
+    /// request in any order.
+    @Test func answersComeInAnyOrderAndAnyChunkSize() throws {
+        let (s, dir) = try RT.store()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let photos = [[UInt8](repeating: 1, count: 1000), [UInt8](repeating: 2, count: 300), [UInt8](repeating: 3, count: 10)]
+        let hashes = photos.map { Hex.encode(SHA256.hash($0)) }
+        _ = try s.applyRemote([try SyncStateTests.record("a", photos: hashes)], now: Timestamp.current())
+        let w = PhotoWaves(store: s, waveTimeout: .seconds(30))
+        w.recordsArrived()
+        let wave = try #require(try w.nextWave(recordsComplete: true))
+        #expect(Set(wave) == Set(hashes))
+        // The last-requested photo first, in chunks of 1, 7 and the rest, one
+        // empty chunk between; then an unavailable; then the first photo whole.
+        let last = try #require(wave.last), first = try #require(wave.first)
+        let bytes = photos[hashes.firstIndex(of: last)!]
+        var off = 0
+        for n in [1, 0, 7, bytes.count - 8] {
+            var f = Self.data(bytes, offset: off, total: bytes.count)
+            f.payload += bytes[off..<(off + n)]
+            #expect(try w.handleData(f, now: Timestamp.current()) == nil)
+            off += n
+        }
+        let middle = wave[1]
+        try w.handleUnavailable(Self.unavailable(middle))
+        let whole = photos[hashes.firstIndex(of: first)!]
+        var f = Self.data(whole, offset: 0, total: whole.count)
+        f.payload += whole
+        #expect(try w.handleData(f, now: Timestamp.current()) == nil)
+        #expect(w.received == 2)
+        #expect(w.unavailable == 1)
+        #expect(w.outstanding.isEmpty)
+        #expect(try s.hasPhoto(last) && s.hasPhoto(first))
+    }
+
     /// A wave asked for while the peer is still sending records is not silent
     /// while records keep coming; once they stop, the timeout runs.
     @Test func aWaveWaitingBehindRecordsDoesNotTimeOut() throws {
