@@ -14,6 +14,9 @@ public struct ApplySummary: Sendable, Equatable {
     public var unchanged = 0
     /// Incoming versions whose future `modifiedAt` was clamped.
     public var clamped = 0
+    /// Incoming versions not taken: ids this store does not hold, from before
+    /// its purge floor, so purged here (Acknowledgements.swift).
+    public var purged = 0
     /// Live versions that replaced a tombstone.
     public var resurrected = 0
     /// Rows replaced whose previous change number lay in the watched range
@@ -63,10 +66,12 @@ extension Store {
 
     /// The same, for a caller that already holds the write transaction.
     /// Rows replaced whose change number was in `watching` are listed in
-    /// the summary's `displaced`.
-    public func applyRemoteInTransaction(_ records: [Record], now: Timestamp, watching: ClosedRange<Int64>? = nil,
+    /// the summary's `displaced`. `purgeFloor`: an id this store does not
+    /// hold, in a version from at or before it, is not taken (it was purged
+    /// here; peer-sync passes the floor).
+    public func applyRemoteInTransaction(_ records: [Record], now: Timestamp, watching: ClosedRange<Int64>? = nil, purgeFloor: Timestamp? = nil,
                                          explain: ((String, LWW.Rule, Bool) -> Void)? = nil) throws -> ApplySummary {
-        try applyRecords(records, stamping: false, now: now, watching: watching, explain: explain)
+        try applyRecords(records, stamping: false, now: now, watching: watching, purgeFloor: purgeFloor, explain: explain)
     }
 
     /// Applies edits made on this device: each gets `deviceId` = this device
@@ -74,13 +79,14 @@ extension Store {
     /// later, so an edit always supersedes the version it edits — then goes
     /// through the same LWW rule. One transaction.
     public func applyLocalEdits(_ records: [Record], now: Timestamp) throws -> ApplySummary {
-        try write { try applyRecords(records, stamping: true, now: now, watching: nil, explain: nil) }
+        try write { try applyRecords(records, stamping: true, now: now, watching: nil, purgeFloor: nil, explain: nil) }
     }
 
-    private func applyRecords(_ records: [Record], stamping: Bool, now: Timestamp, watching: ClosedRange<Int64>?,
+    private func applyRecords(_ records: [Record], stamping: Bool, now: Timestamp, watching: ClosedRange<Int64>?, purgeFloor: Timestamp?,
                               explain: ((String, LWW.Rule, Bool) -> Void)?) throws -> ApplySummary {
         let applier = try RecordApplier(store: self, now: now, stamping: stamping)
         applier.watching = watching
+        applier.purgeFloor = purgeFloor?.milliseconds
         for r in records {
             var line = r.line
             try line.withUTF8 { buf in
@@ -242,6 +248,8 @@ final class RecordApplier {
     let clampLimit: Int64
     /// This device's id, when applying local edits.
     let me: [UInt8]?
+    /// Versions of ids not held, from at or before this time, are not taken.
+    var purgeFloor: Int64?
     var seq: Int64
     var summary = ApplySummary()
     /// Change numbers whose replacement is reported in `summary.displaced`.
@@ -300,6 +308,17 @@ final class RecordApplier {
             summary.clamped += 1
         }
         try withSpan(base, r.id, idDecoded) { idp, idn in
+            // 0. Purged here: an old version of an id this store no longer holds.
+            if let floor = purgeFloor, time <= floor {
+                try bindText(select, 1, idp, idn)
+                let rc = sqlite3_step(select.stmt)
+                sqlite3_reset(select.stmt)
+                if rc == SQLITE_DONE {
+                    summary.purged += 1
+                    return
+                }
+                if rc != SQLITE_ROW { try db.check(rc, "looking up a record") }
+            }
             // 1. A new id: insert, done.
             prepareLine(base, r, time: time)
             var rid: Int64 = 0

@@ -12,17 +12,21 @@ public enum PeerSyncCommand {
         help: "Keep retrying a busy peer, with backoff, this long before giving up with status 75.",
         default: SyncLimits.defaultBusyWait.description)
     static let root = OptionSpec("root", kind: .repeating, valueName: "CERT",
-        help: "Judge the proofs peers send against CERT (a DER or PEM file) instead of the bundled Apple Root CA - G3, as jws-verify --root does. Repeatable.",
-        default: "Apple Root CA - G3", completion: .file)
+        help: "Judge the proofs peers send against CERT (a DER or PEM file) instead of the bundled Apple Root CA - G3, as jws-verify --root does. Repeatable. Given to join, it is kept in the store (the setting trust_roots) and used by every later command on that store that gives no --root.",
+        default: "the root the store keeps, else Apple Root CA - G3", completion: .file)
     /// Fault injection for tests only: hidden from help, man page and completions.
     static let faultSkipPhotoReplies = OptionSpec.flag("fault-inject-skip-photo-replies",
         help: "Fault injection for tests: drop photo requests without any reply.", hidden: true)
+    static let faultVersion1 = OptionSpec.flag("fault-inject-protocol-version-1",
+        help: "Fault injection for tests: speak protocol version 1 in HELLO and JOIN.", hidden: true)
 
     static let serve = CommandSpec(
         name: "serve",
         abstract: "Accept peers, one session at a time",
         discussion: """
-        Listens for paired devices and syncs with one at a time. A device that \
+        Listens for paired devices and syncs with one at a time. One serve \
+        runs per store: a second one on the same store is refused (status \
+        75) while the first keeps serving. A device that \
         connects while a session runs gets an explicit busy reply (its connect \
         retries). Pairing joins are accepted for this store's open offers (see \
         pair-qr(1)): the offer's nonce is consumed in the same transaction that \
@@ -33,7 +37,7 @@ public enum PeerSyncCommand {
                   OptionSpec("listen", valueName: "HOST:PORT", help: "The address to listen on; port 0 picks a free port (see the 'listening' event).",
                              default: "0.0.0.0:\(SyncLimits.defaultPort)"),
                   .flag("once", help: "Exit after the first session (not after a refusal or a busy reply), with that session's status."),
-                  waveTimeout, events, root, CommonOptions.now, CommonOptions.quiet, faultSkipPhotoReplies],
+                  waveTimeout, events, root, CommonOptions.now, CommonOptions.quiet, faultSkipPhotoReplies, faultVersion1],
         examples: [Example("Serve the owner's device on the default port:", "peer-sync serve --db owner.db")]
     )
 
@@ -51,7 +55,7 @@ public enum PeerSyncCommand {
         """,
         options: [CommonOptions.db,
                   OptionSpec("connect", valueName: "HOST:PORT", help: "Where the owner's device listens, when the offer carries no address or another one is right."),
-                  wait, waveTimeout, events, root, CommonOptions.now, CommonOptions.quiet],
+                  wait, waveTimeout, events, root, CommonOptions.now, CommonOptions.quiet, faultVersion1],
         arguments: [ArgumentSpec("OFFER", help: "A file holding the offer (JSON or text), or - for standard input.", default: "-")],
         examples: [Example("Scan the owner's QR code and join:", "pair-scan pair.png | peer-sync join --db kid.db")]
     )
@@ -67,7 +71,7 @@ public enum PeerSyncCommand {
         with backoff until --wait runs out (then status 75). Nobody listening \
         is status 69, never a silent hang.
         """,
-        options: [CommonOptions.db, wait, waveTimeout, events, root, CommonOptions.now, CommonOptions.quiet, faultSkipPhotoReplies],
+        options: [CommonOptions.db, wait, waveTimeout, events, root, CommonOptions.now, CommonOptions.quiet, faultSkipPhotoReplies, faultVersion1],
         arguments: [ArgumentSpec("HOST:PORT", help: "The peer's address.", default: "the known peers in turn", completion: .none)],
         examples: [Example("Sync now with the owner's device:", "peer-sync connect --db kid.db owner.local:7433"),
                    Example("Sync with whichever known peer answers:", "peer-sync connect --db kid.db")]
@@ -177,6 +181,7 @@ public enum PeerSyncCommand {
     static func options(_ ctx: ToolContext) throws -> SyncOptions {
         var faults: SyncFaults = []
         if ctx.args.flag(faultSkipPhotoReplies.long) { faults.insert(.skipPhotoReplies) }
+        if ctx.args.flag(faultVersion1.long) { faults.insert(.speakVersion1) }
         return SyncOptions(waveTimeout: try ctx.args.timeSpan("wave-timeout", default: SyncLimits.defaultWaveTimeout), faults: faults)
     }
 
@@ -190,10 +195,9 @@ public enum PeerSyncCommand {
         return t
     }
 
-    /// The proof verifier, pinned on --root when given.
+    /// The proof verifier: --root, else the store's kept root, else Apple's.
     static func verifier(_ ctx: ToolContext) throws -> ProofVerifier {
-        let roots = ctx.args.values("root")
-        return try ProofVerifier(anchors: roots.isEmpty ? nil : try TrustAnchors.load(paths: roots))
+        try ProofRoots.verifier(ctx, store: try ctx.store())
     }
 
     /// A peer's address. Port 0 only where a port is picked (--listen): a
@@ -223,6 +227,12 @@ public enum PeerSyncCommand {
                 ctx.warn("the peer's clock is \(describe(ms: abs(ms))) \(ms > 0 ? "ahead of" : "behind") this device's; "
                          + (ms > 0 ? "its" : "this device's") + " versions later than " + (ms > 0 ? "this device's" : "the peer's")
                          + " clock + 5 minutes are pulled back to that on both devices")
+            case "proof" where e.fields.first(where: { $0.0 == "state" })?.1.stringValue == "rejected":
+                func field(_ k: String) -> String { e.fields.first { $0.0 == k }?.1.stringValue ?? "" }
+                ctx.endProgress()
+                let hint = field("reason") == "untrusted-chain" && ctx.args.values("root").isEmpty
+                    ? "; if it is signed by another root, give --root CERT once (with join or jws-verify --save) and the store keeps it" : ""
+                ctx.warn("the peer's proof was rejected (\(field("reason")): \(field("detail"))); this device's entitlement is unchanged\(hint)")
             case "warning":
                 ctx.endProgress()
                 ctx.warn(e.fields.first { $0.0 == "message" }?.1.stringValue ?? "warning")
@@ -269,6 +279,8 @@ public enum PeerSyncCommand {
         let listen = try address(ctx.args.value("listen") ?? "0.0.0.0:\(SyncLimits.defaultPort)", option: "--listen", portZero: true)
         let opts = try options(ctx)
         let store = try ctx.store()
+        let lock = try ServeLock(storePath: store.path)
+        defer { withExtendedLifetime(lock) {} }
         let (obs, _) = try observer(ctx)
         installStopHandlers()
         let server = try SyncServer(store: store, options: opts, now: ctx.now, observer: obs, verifier: try verifier(ctx))
@@ -308,7 +320,16 @@ public enum PeerSyncCommand {
         } else {
             throw ToolError.usage("the offer carries no address: give --connect HOST:PORT")
         }
-        return try runClient(ctx) { client, wait in try client.join(offer: offer, at: target, wait: wait) }
+        let roots = try ProofRoots.given(ctx)
+        return try runClient(ctx) { client, wait in
+            let summary = try client.join(offer: offer, at: target, wait: wait)
+            // Joined: the root given now is the store's from here on.
+            if let roots {
+                let store = try ctx.store()
+                try store.write { try store.setTrustRootsInTransaction(roots) }
+            }
+            return summary
+        }
     }
 
     /// One client session (join or connect): the store, options and progress

@@ -32,7 +32,7 @@ final class RawPeer {
     static func opening(_ member: String, ofOwner owner: String) throws -> (hello: [UInt8], family: [UInt8]) {
         let fam = try Store(path: owner).family()!
         let me = try Store(path: member).deviceID
-        let hello = "{\"protocol\":\(SyncProtocol.version),\"device\":\"\(me)\",\"family\":\"\(fam.id)\",\"role\":\"member\",\"clock\":\"\(Timestamp.current().rfc3339)\",\"epoch\":0,\"after\":0,\"software\":\"raw\"}"
+        let hello = "{\"protocol\":\(SyncProtocol.version),\"device\":\"\(me)\",\"family\":\"\(fam.id)\",\"role\":\"member\",\"clock\":\"\(Timestamp.current().rfc3339)\",\"epoch\":0,\"after\":0,\"sent\":0,\"software\":\"raw\"}"
         let family = "{\"owner\":\"\(fam.ownerDevice)\",\"epoch\":0,\"maxDevices\":4,\"devices\":[],\"proof\":null,\"policy\":null}"
         return (frame(0x01, Array(hello.utf8)), frame(0x02, Array(family.utf8)))
     }
