@@ -155,7 +155,7 @@ final class SyncSession {
         ownLimit = LWW.clamp(Timestamp.latest, now: myClock).milliseconds
         let (myRecv, mySent) = (try store.receivedCursor(from: peer.device), try store.sentCursor(to: peer.device))
         let hello = HelloMessage(version: options.faults.contains(.speakVersion1) ? 1 : Int64(SyncProtocol.version), device: me, family: family.id, role: family.role, clock: myClock,
-                                 epoch: try store.familyEpoch, after: myRecv, sent: mySent)
+                                 epoch: try store.familyEpoch, after: myRecv, sent: mySent, changes: try store.currentChangeSeq)
         channel.send(.hello, json: hello.json)
         let f = try nextFrame(expecting: "HELLO")
         if f.type == .refused, peer.side == .client { throw SessionRefused(refusal: try RefusalMessage(f)) }
@@ -183,8 +183,11 @@ final class SyncSession {
             try store.write { try store.forgetAcknowledgementPoints(member: peer.device) }
         }
         if family.role == .owner && h.role == .member && !peer.newToFamily { incomingFloor = try store.purgeFloor }
+        // How many records are coming at most, for progress: the peer's changes after where it sends from.
+        let peerSendsAfter = continuous ? myRecv : 0
+        let expected: JSONValue = h.changes.map { .int(max(0, $0 - (peerSendsAfter <= $0 ? peerSendsAfter : 0))) } ?? .null
         emit("hello", [("peer", .string(h.device)), ("role", .string(h.role.rawValue)), ("clockSkewMs", .int(summary.clockSkewMilliseconds)),
-                       ("full", .bool(sendAfter == 0)), ("continuous", .bool(continuous))])
+                       ("full", .bool(sendAfter == 0)), ("continuous", .bool(continuous)), ("recordsExpected", expected)])
         if summary.clockSkewReported {
             emit("clock-skew", [("ms", .int(summary.clockSkewMilliseconds))])
         }
@@ -365,7 +368,7 @@ final class SyncSession {
         if !waves.finished {
             if peerRecordsEnded && phase != "photos" {
                 phase = "photos"
-                emit("phase", [("phase", .string("photos"))])
+                emit("phase", [("phase", .string("photos")), ("photosWanted", .int(Int64(try store.wantedPhotoCount()) + waves.received))])
             }
             let n = try waves.advance(channel, recordsComplete: peerRecordsEnded)
             if n > 0 { emit("wave", [("wave", .int(waves.waveNumber)), ("requested", .int(n))]) }
@@ -534,7 +537,9 @@ final class SyncSession {
         let rate = (channel.bytesSent + channel.bytesReceived) * 1000 / ms
         emit("progress", [("phase", .string(phase)), ("wave", .int(waves.waveNumber)), ("bytesSent", .int(channel.bytesSent)),
                           ("bytesReceived", .int(channel.bytesReceived)), ("bytesPerSecond", .int(rate)),
-                          ("recordsReceived", .int(summary.recordsReceived)), ("photosReceived", .int(waves.received))])
+                          ("recordsReceived", .int(summary.recordsReceived)), ("photosReceived", .int(waves.received)),
+                          ("recordsSent", .int(summary.recordsSent)), ("photosSent", .int(responder.sent)),
+                          ("photosUnavailable", .int(waves.unavailable))])
     }
 
     // MARK: Closing
