@@ -418,8 +418,13 @@ import FamilySync
         func writer(_ path: String, _ id: String) throws -> String? {
             try Store(path: path).db.scalarText("SELECT device_id FROM records WHERE id = ?", [.text(id)])
         }
+        /// A local edit that changes the record's content (an unchanged one is no new version).
+        func edit(_ path: String, _ ids: [String], note: String, at: Timestamp = Timestamp.current()) throws {
+            let recs = try ids.map { try Record(line: "{\"id\":\"\($0)\",\"type\":\"receipt\",\"modifiedAt\":\"\(at.rfc3339)\",\"deviceId\":\"X\",\"deleted\":false,\"data\":{\"note\":\"\(note)\"}}") }
+            _ = try Store(path: path).applyLocalEdits(recs, now: at)
+        }
         // A later edit on the owner (correct clock) wins on both sides.
-        try Household.addRecords(owner, prefix: "f", count: 1)
+        try edit(owner, ["f-0"], note: "owner's edit")
         before = server.summaries.count
         r = try Tools.run("peer-sync", ["connect", "--db", member, "--now", future.adding(.minutes(1)).rfc3339, server.address])
         #expect(r.status == 0, "\(r.err)")
@@ -430,7 +435,7 @@ import FamilySync
         _ = server.summary(after: before)
 
         // A later edit on the member (its clock still ahead) wins too, pulled back again.
-        try Household.addRecords(member, prefix: "f", count: 2, at: future.adding(.minutes(2)))
+        try edit(member, ["f-0", "f-1"], note: "member's edit", at: future.adding(.minutes(2)))
         r = try Tools.run("peer-sync", ["connect", "--db", member, "--now", future.adding(.minutes(3)).rfc3339, server.address])
         #expect(r.status == 0, "\(r.err)")
         #expect(r.json?.int("records", "clamped") == 2)
