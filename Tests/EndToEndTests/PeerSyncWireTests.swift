@@ -133,7 +133,7 @@ import FamilySync
         let fam = try #require(try Store(path: owner).family())
         var identity = Array("FS1 P \(fam.id) ".utf8)
         identity += [UInt8](repeating: UInt8(ascii: "a"), count: length - identity.count)
-        let peer = try RawPeer(port: server.port, identity: identity, key: try secureRandomBytes(32))
+        let peer = try RawPeer(port: server.port, identity: identity, key: SecretBytes(try secureRandomBytes(32)))
         defer { peer.drop() }
         #expect(!peer.conn.isAuthenticated)
         let f = try #require(try peer.readFrame(timeout: 30))

@@ -12,7 +12,7 @@ final class RawPeer {
     /// Set once the server closed: true for a clean TLS close (close_notify).
     private(set) var closedCleanly: Bool?
 
-    init(port: UInt16, identity: [UInt8], key: [UInt8]) throws {
+    init(port: UInt16, identity: [UInt8], key: SecretBytes) throws {
         socket = try TCPSocket.connect(to: HostPort(host: "127.0.0.1", port: port), timeout: .seconds(5))
         conn = try TLSConnection(client: socket, context: try TLSContext(role: .client), identity: identity, key: key)
         try conn.handshake(deadline: Deadline(after: .seconds(10)))
