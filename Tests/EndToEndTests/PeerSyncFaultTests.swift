@@ -395,25 +395,64 @@ import FamilySync
         #expect(try Household.recordCount(owner) == 13)
     }
 
-    // 7. A peer whose clock is a year ahead: its records clamped, the skew reported.
-    @Test func clockAYearAheadIsClampedAndReported() throws {
+    // 7. A peer whose clock is a year ahead: it pulls its records back to the
+    // owner's limit before sending and keeps them so (docs/protocol.md §7.4),
+    // so both hold the same versions, and later edits win on both sides.
+    @Test func clockAYearAheadConvergesAndLaterEditsWinEverywhere() throws {
         let dir = TempDir()
         let (owner, member, server) = try Self.pair(dir)
         defer { server.stop() }
         let future = Timestamp.current().adding(.days(365))
         try Household.addRecords(member, prefix: "f", count: 4, at: future)
-        let before = server.summaries.count
-        let r = try Tools.run("peer-sync", ["connect", "--db", member, "--now", future.rfc3339, server.address])
+        var before = server.summaries.count
+        var r = try Tools.run("peer-sync", ["connect", "--db", member, "--now", future.rfc3339, server.address])
         #expect(r.status == 0, "\(r.err)")
         let s = try #require(r.json)
         #expect(s.at("clockSkew", "reported")?.boolValue == true)
         #expect((s.int("clockSkew", "ms") ?? 0) < -364 * 86_400_000)
         #expect(r.err.contains("the peer's clock is 364 days behind this device's") || r.err.contains("the peer's clock is 365 days behind this device's"))
+        #expect(s.int("records", "clamped") == 4)
+        #expect(s.at("digest", "equal")?.boolValue == true)
         let ownerSummary = try #require(server.summary(after: before))
         #expect(ownerSummary.at("clockSkew", "reported")?.boolValue == true)
-        #expect(ownerSummary.int("records", "clamped") == 4)
+        #expect(ownerSummary.int("records", "clamped") == 0)
+        #expect(ownerSummary.at("digest", "equal")?.boolValue == true)
         let limit = Timestamp.current().adding(.minutes(6)).milliseconds
-        #expect(try Store(path: owner).db.scalarInt("SELECT max(modified_at) FROM records") ?? Int64.max <= limit)
+        for path in [owner, member] {
+            #expect(try Store(path: path).db.scalarInt("SELECT max(modified_at) FROM records") ?? Int64.max <= limit)
+        }
+        #expect(try Household.digest(owner) == Household.digest(member))
+
+        func writer(_ path: String, _ id: String) throws -> String? {
+            try Store(path: path).db.scalarText("SELECT device_id FROM records WHERE id = ?", [.text(id)])
+        }
+        /// A local edit that changes the record's content (an unchanged one is no new version).
+        func edit(_ path: String, _ ids: [String], note: String, at: Timestamp = Timestamp.current()) throws {
+            let recs = try ids.map { try Record(line: "{\"id\":\"\($0)\",\"type\":\"receipt\",\"modifiedAt\":\"\(at.rfc3339)\",\"deviceId\":\"X\",\"deleted\":false,\"data\":{\"note\":\"\(note)\"}}") }
+            _ = try Store(path: path).applyLocalEdits(recs, now: at)
+        }
+        // A later edit on the owner (correct clock) wins on both sides.
+        try edit(owner, ["f-0"], note: "owner's edit")
+        before = server.summaries.count
+        r = try Tools.run("peer-sync", ["connect", "--db", member, "--now", future.adding(.minutes(1)).rfc3339, server.address])
+        #expect(r.status == 0, "\(r.err)")
+        #expect(r.json?.at("digest", "equal")?.boolValue == true)
+        let ownerID = try Household.device(owner), memberID = try Household.device(member)
+        #expect(try writer(owner, "f-0") == ownerID)
+        #expect(try writer(member, "f-0") == ownerID)
+        _ = server.summary(after: before)
+
+        // A later edit on the member (its clock still ahead) wins too, pulled back again.
+        try edit(member, ["f-0", "f-1"], note: "member's edit", at: future.adding(.minutes(2)))
+        r = try Tools.run("peer-sync", ["connect", "--db", member, "--now", future.adding(.minutes(3)).rfc3339, server.address])
+        #expect(r.status == 0, "\(r.err)")
+        #expect(r.json?.int("records", "clamped") == 2)
+        #expect(r.json?.at("digest", "equal")?.boolValue == true)
+        for id in ["f-0", "f-1"] {
+            #expect(try writer(owner, id) == memberID)
+            #expect(try writer(member, id) == memberID)
+        }
+        #expect(try Household.digest(owner) == Household.digest(member))
     }
 
     // 8. Four devices syncing pairwise in random order converge, with every photo.

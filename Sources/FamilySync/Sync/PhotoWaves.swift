@@ -8,19 +8,18 @@ import COpenSSL
 /// so they are asked for again next session. Not Sendable.
 ///
 /// Waves start while the peer's records are still arriving, so the photos
-/// of the first batches are on their way while the rest are applied. They
-/// page through the wanted list in hash order; records that arrive later
-/// may name photos behind the cursor, so the waves are over only when a
-/// pass through the list that began after the peer's last record finds
-/// nothing not yet asked for.
+/// of the first batches are on their way while the rest are applied. Each
+/// wave takes the wanted photos not yet asked for in hash order from where
+/// the last one stopped, wrapping around at the end of the list (records
+/// that arrive later may name photos behind the cursor), so a wave is short
+/// of 20 only when fewer are left to ask for. The waves are over when, with
+/// every record of the peer in, nothing wanted is left unasked.
 final class PhotoWaves {
     private let store: Store
     private let waveTimeout: TimeSpan
 
-    /// The last hash asked for in the current pass through the wanted list.
+    /// The last hash looked at in the wanted list.
     private var cursor = ""
-    /// The current pass began once every record of the peer was in (nil before the first).
-    private var passIsFinal: Bool?
     /// Records were applied since the wanted list was last found exhausted:
     /// until then, looking again would find nothing new.
     private var recordsSinceExhausted = true
@@ -69,28 +68,32 @@ final class PhotoWaves {
     /// wave is due (the last is unanswered, or nothing new is wanted yet).
     func nextWave(recordsComplete: Bool) throws -> [String]? {
         guard !finished, outstanding.isEmpty else { return nil }
+        if !recordsSinceExhausted && !recordsComplete { return nil }
         var next: [String] = []
-        while next.count < SyncLimits.waveSize {
-            if !recordsSinceExhausted && !recordsComplete { return nil }
-            if passIsFinal == nil { passIsFinal = recordsComplete }
+        let origin = cursor
+        var wrapped = false
+        scan: while next.count < SyncLimits.waveSize {
             let page = try store.wantedPhotos(after: cursor, limit: SyncLimits.waveSize)
-            for h in page where next.count < SyncLimits.waveSize {
+            for h in page {
+                if wrapped && h > origin { break scan }  // came round to where this wave began
                 cursor = h
-                if !requested.contains(h) { next.append(h) }
+                if !requested.contains(h) {
+                    next.append(h)
+                    if next.count == SyncLimits.waveSize { break scan }
+                }
             }
-            if page.count == SyncLimits.waveSize { continue }
-            // This pass reached the end of the wanted list.
-            if !next.isEmpty { break }
-            if passIsFinal == true {
-                finished = true
-                return nil
+            guard page.count == SyncLimits.waveSize else {
+                // The end of the list: go round once to what sorts before the start.
+                if wrapped || origin.isEmpty { break }
+                wrapped = true
+                cursor = ""
+                continue
             }
-            if !recordsComplete {
-                recordsSinceExhausted = false
-                return nil
-            }
-            passIsFinal = true
-            cursor = ""
+        }
+        if next.isEmpty {
+            // Nothing left to ask for: over, or until the peer's next records.
+            if recordsComplete { finished = true } else { recordsSinceExhausted = false }
+            return nil
         }
         waveNumber += 1
         outstanding = Set(next)

@@ -53,7 +53,7 @@ public final class SyncClient {
         var guess = try expected ?? initialGuess(for: address, family: fam, me: me)
         var followedHint = false
         let giveUp = Deadline(after: wait)
-        var backoff = SyncLimits.busyRetryFirst
+        var backoff = BusyBackoff()
         var attempt = 0
         while true {
             attempt += 1
@@ -67,9 +67,7 @@ public final class SyncClient {
                     guard !giveUp.hasPassed else {
                         throw ToolError(.tempFail, "\(address) is busy syncing with another device; gave up after \(wait) (\(attempt) tries)")
                     }
-                    let pause = TimeSpan(milliseconds: min(max(backoff.milliseconds, retryAfter.milliseconds), Int64(giveUp.remainingMilliseconds) + 1))
-                    sleep(pause)
-                    backoff = TimeSpan(milliseconds: min(backoff.milliseconds * 2, SyncLimits.busyRetryCap.milliseconds))
+                    sleep(backoff.pause(retryAfter: retryAfter, until: giveUp))
                     continue
                 case let .refused(r):
                     if r.reason == .wrongPeer, let hint = r.device, hint != guess, !followedHint {
@@ -182,7 +180,8 @@ public final class SyncClient {
         do {
             switch f.type {
             case .busy:
-                let ms = (try? FieldReader(f).int("retryAfterMs", max: 60_000)) ?? SyncLimits.busyRetryHint.milliseconds
+                // A missing or unreadable hint counts as none: our own backoff decides.
+                let ms = (try? FieldReader(f).int("retryAfterMs", max: Int64.max)) ?? 0
                 return .busy(retryAfter: TimeSpan(milliseconds: ms))
             case .refused:
                 return .refused(try RefusalMessage(f))
@@ -277,20 +276,19 @@ public final class SyncClient {
         let identity = SessionIdentity.pair(family: offer.family, tag: try SessionKeys.offerTag(nonce: offer.nonce, family: offer.family))
         let key = try SessionKeys.pairingPSK(nonce: offer.nonce, family: offer.family)
         let giveUp = Deadline(after: wait)
-        var backoff = SyncLimits.busyRetryFirst
+        var backoff = BusyBackoff()
         var attempt = 0
         while true {
             attempt += 1
             let channel = try open(address, identity: identity.bytes, key: key)
             if !channel.tls.isAuthenticated {
                 switch try readNotice(channel, from: address) {
-                case .busy:
+                case let .busy(retryAfter):
                     emit("busy", [("address", .string(address.description)), ("attempt", .int(attempt))])
                     guard !giveUp.hasPassed else {
                         throw ToolError(.tempFail, "\(address) is busy syncing with another device; gave up after \(wait) (\(attempt) tries)")
                     }
-                    sleep(TimeSpan(milliseconds: min(backoff.milliseconds, Int64(giveUp.remainingMilliseconds) + 1)))
-                    backoff = TimeSpan(milliseconds: min(backoff.milliseconds * 2, SyncLimits.busyRetryCap.milliseconds))
+                    sleep(backoff.pause(retryAfter: retryAfter, until: giveUp))
                     continue
                 case let .refused(r):
                     emit("refused", [("address", .string(address.description)), ("reason", .string(r.reason.rawValue)), ("message", .string(r.message))])
@@ -318,11 +316,16 @@ public final class SyncClient {
                     throw ToolError(.noPermission, "refused by \(address): \(r.message) (\(r.reason.rawValue)); nothing was stored")
                 case .error:
                     let m = (try? FieldReader(reply).string("message", maxBytes: 1024)) ?? ""
+                    _ = channel.tls.shutdown(deadline: Deadline(after: SyncLimits.errorCloseTimeout))
                     throw ToolError(.dataError, "\(address) reported a protocol error: \(m); nothing was stored")
                 default:
                     throw ProtocolError("expected WELCOME or REFUSED, got \(reply.type.name)")
                 }
             } catch let e as ProtocolError {
+                // ERROR, then close_notify (docs/protocol.md §6).
+                channel.send(.error, json: .object([("message", .string(e.message))]))
+                try? channel.drain(deadline: Deadline(after: SyncLimits.errorCloseTimeout))
+                _ = channel.tls.shutdown(deadline: Deadline(after: SyncLimits.errorCloseTimeout))
                 throw ToolError(.dataError, "protocol error from \(address): \(e.message); nothing was stored")
             } catch let e as TLSError {
                 throw ToolError(.unavailable, "connection to \(address) lost during the join (\(e.description)); nothing was stored")
@@ -349,5 +352,19 @@ public final class SyncClient {
                 throw ToolError(e.status, "joined family \(fam.id), but the first sync failed: \(e.message)")
             }
         }
+    }
+}
+
+/// How long a client waits before trying a busy peer again (docs/protocol.md
+/// §7.10): the longer of its own backoff (0.5 s, doubling to 8 s) and the
+/// server's `retryAfterMs` (heeded up to 60 s), never past the deadline.
+struct BusyBackoff {
+    private(set) var backoff = SyncLimits.busyRetryFirst
+
+    mutating func pause(retryAfter: TimeSpan, until giveUp: Deadline) -> TimeSpan {
+        let hint = min(max(retryAfter.milliseconds, 0), SyncLimits.busyRetryAfterCap.milliseconds)
+        let wait = max(backoff.milliseconds, hint)
+        backoff = TimeSpan(milliseconds: min(backoff.milliseconds * 2, SyncLimits.busyRetryCap.milliseconds))
+        return TimeSpan(milliseconds: min(wait, Int64(giveUp.remainingMilliseconds) + 1))
     }
 }

@@ -161,7 +161,8 @@ public enum PeerSyncCommand {
             ("Summary", """
             Each session prints one JSON object on standard output: peer (the \
             other device's ID), address, side (client or server), joined, \
-            records {sent, received, applied, clamped}, photos {sent, received, \
+            records {sent, received, applied, clamped: sent with modifiedAt \
+            pulled back to the peer's clock + 5 minutes, and kept so}, photos {sent, received, \
             unavailable, wanted, waves}, bytes {sent, received, perSecond}, \
             durationMs, clockSkew {ms, reported}, lastSynced, proof {sent, \
             received {state: none, known, kept, rejected or not-judged}}, and digest \
@@ -245,7 +246,10 @@ public enum PeerSyncCommand {
             case "clock-skew":
                 let ms = e.fields.first { $0.0 == "ms" }?.1.int64Value ?? 0
                 ctx.endProgress()
-                ctx.warn("the peer's clock is \(describe(ms: abs(ms))) \(ms > 0 ? "ahead of" : "behind") this device's; its future times are clamped")
+                // Whichever side's clock is later, its versions past the other's clock + 5 minutes are pulled back to that on both.
+                ctx.warn("the peer's clock is \(describe(ms: abs(ms))) \(ms > 0 ? "ahead of" : "behind") this device's; "
+                         + (ms > 0 ? "its" : "this device's") + " versions later than " + (ms > 0 ? "this device's" : "the peer's")
+                         + " clock + 5 minutes are pulled back to that on both devices")
             case "proof" where e.fields.first(where: { $0.0 == "state" })?.1.stringValue == "rejected":
                 func field(_ k: String) -> String { e.fields.first { $0.0 == k }?.1.stringValue ?? "" }
                 ctx.endProgress()
