@@ -107,16 +107,10 @@ extension PairQRCommand {
         var ok = false
         defer { if !ok { unlink(tmp) } }
         fchmod(fd, 0o644)
-        var off = 0
-        while off < bytes.count {
-            let n = bytes.withUnsafeBytes { Foundation.write(fd, $0.baseAddress! + off, bytes.count - off) }
-            if n < 0 {
-                if errno == EINTR { continue }
-                let e = errno
-                close(fd)
-                throw ToolError(.ioError, "\(path): write error: \(String(cString: strerror(e)))")
-            }
-            off += n
+        let e = FileIO.writeAll(fd, bytes)
+        if e != 0 {
+            close(fd)
+            throw ToolError(.ioError, "\(path): write error: \(FileIO.describe(e))")
         }
         guard fsync(fd) == 0 else {
             let e = errno

@@ -1,10 +1,20 @@
-import COpenSSL
+import Glibc
 
-/// Bytes from OpenSSL's CSPRNG (seeded from the OS). Fails closed: no
-/// randomness, no nonce.
+/// The one source of random bytes (keys, nonces, IDs): straight from the
+/// kernel's CSPRNG through getentropy(3), which is getrandom(2). It blocks
+/// only until the pool is first seeded, keeps no state of its own to go
+/// wrong across a fork, and fails closed: no randomness, no key.
 public func secureRandomBytes(_ count: Int) throws -> [UInt8] {
+    /// getentropy returns at most 256 bytes a call.
+    let chunk = 256
     var out = [UInt8](repeating: 0, count: count)
-    guard RAND_bytes(&out, Int32(count)) == 1 else { throw OpenSSLError("RAND_bytes") }
+    var filled = 0
+    while filled < count {
+        let n = min(chunk, count - filled)
+        let rc = out.withUnsafeMutableBytes { getentropy($0.baseAddress! + filled, n) }
+        guard rc == 0 else { throw ToolError.internal("getentropy failed: \(String(cString: strerror(errno)))") }
+        filled += n
+    }
     return out
 }
 

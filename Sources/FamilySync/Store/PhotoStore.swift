@@ -33,7 +33,7 @@ extension Store {
         var st = stat()
         guard stat(path, &st) == 0 else {
             let e = errno
-            throw ToolError(e == ENOENT || e == ENOTDIR || e == EACCES ? .noInput : .ioError, "\(path): \(String(cString: strerror(e)))")
+            throw ToolError(FileIO.openFailureStatus(e), "\(path): \(String(cString: strerror(e)))")
         }
         guard st.st_mode & S_IFMT == S_IFREG else { throw ToolError(.noInput, "\(path): not a regular file") }
         guard Int(st.st_size) <= Store.maxPhotoBytes else {

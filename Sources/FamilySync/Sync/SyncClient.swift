@@ -146,7 +146,7 @@ public final class SyncClient {
             if e.kind == .timeout { throw ToolError(.unavailable, "no answer from \(address) during the TLS handshake") }
             throw ToolError(.unavailable, "TLS handshake with \(address) failed: \(e.description)")
         }
-        return FrameChannel(conn)
+        return FrameChannel(conn, clock: clock.monotonic)
     }
 
     enum Notice {

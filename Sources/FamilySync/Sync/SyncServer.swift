@@ -115,7 +115,7 @@ public final class SyncServer {
             emit("rejected", fields)
             return .notice
         }
-        let channel = FrameChannel(conn)
+        let channel = FrameChannel(conn, clock: clock.monotonic)
         if let listener { channel.sideWatch = (listener.fd, { [unowned self] in self.answerBusy(listener) }) }
 
         guard conn.isAuthenticated, let d = decision else {

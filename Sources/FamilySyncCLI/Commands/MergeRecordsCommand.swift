@@ -191,7 +191,7 @@ public enum MergeRecordsCommand {
         let fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
         guard fd >= 0 else { throw ToolError.io("\(tmp): \(String(cString: strerror(errno)))") }
         let text = Array("\(seq)\n".utf8)
-        let ok = text.withUnsafeBytes { Foundation.write(fd, $0.baseAddress, $0.count) == $0.count } && fsync(fd) == 0
+        let ok = FileIO.writeAll(fd, text) == 0 && fsync(fd) == 0
         close(fd)
         guard ok, rename(tmp, path) == 0 else {
             let e = String(cString: strerror(errno))

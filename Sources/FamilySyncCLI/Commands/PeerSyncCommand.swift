@@ -195,8 +195,9 @@ public enum PeerSyncCommand {
         return try ProofVerifier(anchors: roots.isEmpty ? nil : try TrustAnchors.load(paths: roots))
     }
 
-    static func address(_ text: String, option: String) throws -> HostPort {
-        guard let a = HostPort(parsing: text) else { throw ToolError.usage("\(option): '\(text)' is not HOST:PORT") }
+    /// A HOST:PORT option by the one address rule; a peer to connect to needs a port other than 0.
+    static func address(_ text: String, option: String, listening: Bool = false) throws -> HostPort {
+        guard let a = HostPort(parsing: text), listening || a.isConnectable else { throw ToolError.usage("\(option): '\(text)' is not HOST:PORT") }
         return a
     }
 
@@ -257,7 +258,7 @@ public enum PeerSyncCommand {
     // MARK: serve
 
     static func runServe(_ ctx: ToolContext) throws -> ExitStatus {
-        let listen = try address(ctx.args.value("listen") ?? "0.0.0.0:\(SyncLimits.defaultPort)", option: "--listen")
+        let listen = try address(ctx.args.value("listen") ?? "0.0.0.0:\(SyncLimits.defaultPort)", option: "--listen", listening: true)
         let opts = try options(ctx)
         let store = try ctx.store()
         let (obs, _) = try observer(ctx)
@@ -406,13 +407,7 @@ final class EventLog {
     func write(_ v: JSONValue) {
         var line = v.serialized
         line += "\n"
-        line.withUTF8 { b in
-            var off = 0
-            while off < b.count {
-                let n = Foundation.write(fd, b.baseAddress! + off, b.count - off)
-                if n < 0 { if errno == EINTR { continue }; return }
-                off += n
-            }
-        }
+        // A log that cannot be written must not stop a sync: the event is dropped.
+        _ = line.withUTF8 { FileIO.writeAll(fd, UnsafeRawBufferPointer($0)) }
     }
 }
