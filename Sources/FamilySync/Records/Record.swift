@@ -1,6 +1,6 @@
 import Foundation
 
-/// One version of a record (DESIGN.md "Records"). `line` is the JSON text the
+/// One version of a record (docs/design.md §2). `line` is the JSON text the
 /// store keeps and writes out: the source line verbatim when its `modifiedAt`
 /// is already in canonical form, else the same bytes with only that value
 /// rewritten. Unknown fields ride along untouched.
@@ -76,11 +76,6 @@ extension Record {
             RecordLine.rewrite(base, r, time: r.time, device: nil, ensureDeleted: false, into: &out)
             line = String(decoding: out, as: UTF8.self)
         }
-    }
-
-    /// Builds a record from a parsed object; `line` is its source text, if any.
-    public init(json value: JSONValue, line: String?) throws(RecordError) {
-        try self.init(line: line ?? value.serialized)
     }
 
     public static func isPhotoHash(_ h: String) -> Bool {

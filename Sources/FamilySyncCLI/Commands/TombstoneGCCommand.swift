@@ -29,7 +29,7 @@ public enum TombstoneGCCommand {
 
         The summary holds purged, keptYoung, keptUnacknowledged, heldBackBy (the devices holding tombstones back: deviceId, role, name, sentSeq, lastSyncedAt, and how many tombstones each holds back), oldestKept (the delete time of the oldest tombstone left, or null), offersCleared, photosPurged, photoBytesFreed and dryRun. With --dry-run the counts say what would go, and nothing changes.
 
-        Deletes run in short transactions whose size adapts so that each holds the store's write lock for about 40 ms, so a writer never waits long; a crash or kill midway leaves every transaction whole, and the next run carries on.
+        Deletes run in short transactions whose size adapts so that each holds the store's write lock for about \(Int(Store.gcTransactionTarget * 1000)) ms, so a writer never waits long; a crash or kill midway leaves every transaction whole, and the next run carries on.
 
         A device that has been away longer than the horizon must pull before it pushes (peer-sync asks the store), so it cannot resurrect what was purged elsewhere.
         """,

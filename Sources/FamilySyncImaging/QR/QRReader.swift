@@ -5,8 +5,8 @@ import Foundation
 /// of the image in order of cost and usefulness, until a step finds what the
 /// caller wants. zbar's Reed–Solomon check decides every read; preprocessing
 /// only helps it find and sample the code, so no step can turn a bad read
-/// into a text. Two workers climb the ladder side by side (the machine's
-/// cores), each with its own zbar scanner.
+/// into a text. `workers` (a fixed two, whatever the machine's core count)
+/// climb the ladder side by side, each with its own zbar scanner.
 public struct QRReader: Sendable {
     /// Workers climbing the ladder at once.
     public static let workers = 2
