@@ -155,7 +155,7 @@ public enum ArgumentParser {
         if r.positionals.count < required.count {
             throw ToolError.usage("missing argument \(required[r.positionals.count].name)")
         }
-        let repeating = spec.arguments.contains { $0.repeating }
+        let repeating = spec.arguments.contains { $0.repeating } || spec.options.contains { $0.takesArguments && r.isSet($0.long) }
         if !repeating && r.positionals.count > spec.arguments.count {
             let extra = r.positionals[spec.arguments.count]
             throw ToolError.usage("unexpected argument '\(extra)'")

@@ -22,6 +22,9 @@ public struct OptionSpec: Sendable {
     public var completion: CompletionKind
     /// Kept out of help, man pages and completions (generator switches).
     public var hidden: Bool
+    /// When given, the command's positional arguments are more values of
+    /// this option (`--add-photo photos/*.jpg`), however many the shell makes.
+    public var takesArguments: Bool = false
 
     public init(_ long: String, short: Character? = nil, kind: Kind = .value, valueName: String = "VALUE",
                 help: String, default defaultValue: String? = nil, completion: CompletionKind = .none, hidden: Bool = false) {

@@ -17,10 +17,17 @@ public final class ToolContext {
         self.args = args
         self.now = try args.timestamp("now") ?? Timestamp.current()
         self.quiet = args.flag("quiet")
+        if args.value("db") == "" { throw ToolError.usage("--db: the path is empty") }
     }
 
     /// The store path from `--db`, `$FAMILY_SYNC_DB` or the per-user default.
     public var storePath: String { args.value("db") ?? Store.defaultPath() }
+
+    /// Whether a store was named, by `--db` or by `$FAMILY_SYNC_DB`: a tool
+    /// with a store mode and a storeless one takes either as the store mode.
+    public var storeNamed: Bool {
+        args.isSet("db") || !(ProcessInfo.processInfo.environment["FAMILY_SYNC_DB"] ?? "").isEmpty
+    }
 
     /// Opens (creating on first use) the store, once.
     public func store(create: Bool = true) throws -> Store {
@@ -56,6 +63,7 @@ public enum Tool {
     public static func main(_ spec: CommandSpec, arguments: [String] = Array(CommandLine.arguments.dropFirst()),
                             _ body: (ToolContext) throws -> ExitStatus) -> Never {
         signal(SIGPIPE, SIG_IGN)
+        StandardInput.claimIfClosed()
         let status = run(spec, arguments: arguments, body)
         exit(status.rawValue)
     }
@@ -97,7 +105,7 @@ public enum Tool {
         } catch let e as SQLiteError {
             try? out.flush()
             let status = classify(e)
-            say("store: \(e.description)")
+            say(e.description)
             return status
         } catch {
             try? out.flush()

@@ -28,7 +28,14 @@ public struct TLSError: Error, CustomStringConvertible, Sendable {
         self.messages = messages
     }
 
-    public var description: String { messages.isEmpty ? context : "\(context): \(messages.joined(separator: "; "))" }
+    public var description: String { reasonText.isEmpty ? context : "\(context): \(reasonText)" }
+
+    /// OpenSSL's reasons in words ("wrong version number"), without the
+    /// "error:0A00010B:SSL routines::" codes in front.
+    public var reasonText: String {
+        messages.map { m in m.hasPrefix("error:") ? String(m.split(separator: ":", omittingEmptySubsequences: false).last ?? "") : m }
+            .filter { !$0.isEmpty }.joined(separator: "; ")
+    }
 
     /// Client side: the server rejected our PSK binder, i.e. we hold a
     /// different key. OpenSSL answers a binder that does not verify with an

@@ -21,6 +21,7 @@ public final class RecordInput {
     public init(path: String) throws {
         let fd: Int32
         if path == "-" {
+            if StandardInput.wasClosed { throw StandardInput.closedError }
             fd = 0
             name = "<stdin>"
         } else {

@@ -4,9 +4,46 @@ import Foundation
 /// An SQLite failure: what we were doing, the result code and SQLite's message.
 public struct SQLiteError: Error, CustomStringConvertible, Sendable {
     public var code: Int32
+    /// What was being done, in words ("writing the store").
     public var context: String
     public var message: String
-    public var description: String { "\(context): \(message)" }
+    /// The store file, named first in every message.
+    public var path: String?
+    /// The SQL that failed, for a debugger; never part of a message.
+    public var statement: String?
+
+    public init(code: Int32, context: String, message: String, path: String? = nil, statement: String? = nil) {
+        self.code = code
+        self.context = context
+        self.message = message
+        self.path = path
+        self.statement = statement
+    }
+
+    /// `PATH: what was being done: what is wrong`, in words.
+    public var description: String { "\(path ?? "store"): \(context): \(problem)" }
+
+    /// The common failures said plainly; others in SQLite's words.
+    public var problem: String {
+        switch code & 0xFF {
+        case SQLITE_READONLY: return "the store is read-only (its file, or the folder holding it, cannot be written)"
+        case SQLITE_FULL: return "the disk is full"
+        case SQLITE_BUSY, SQLITE_LOCKED: return "another process holds the store locked; try again"
+        default: return message
+        }
+    }
+
+    /// "reading the store", "writing the store" or "a transaction", from a
+    /// statement's first word.
+    static func context(of sql: String) -> String {
+        switch sql.drop(while: { $0 == " " || $0 == "\n" }).prefix(while: { $0.isLetter }).uppercased() {
+        case "SELECT", "WITH": return "reading the store"
+        case "INSERT", "UPDATE", "DELETE", "REPLACE", "CREATE", "DROP", "ALTER": return "writing the store"
+        case "BEGIN", "COMMIT", "END", "ROLLBACK", "SAVEPOINT", "RELEASE": return "a transaction"
+        case "PRAGMA": return "the store's settings"
+        default: return "working on the store"
+        }
+    }
     public var isBusy: Bool { code & 0xFF == SQLITE_BUSY || code & 0xFF == SQLITE_LOCKED }
     /// The file is not a database, or is damaged.
     public var isNotADatabase: Bool { code & 0xFF == SQLITE_NOTADB || code & 0xFF == SQLITE_CORRUPT }
@@ -29,7 +66,7 @@ public final class Database {
         guard rc == SQLITE_OK, let db else {
             let msg = db.map { String(cString: sqlite3_errmsg($0)) } ?? "out of memory"
             if let db { sqlite3_close_v2(db) }
-            throw SQLiteError(code: rc, context: "opening \(path)", message: msg)
+            throw SQLiteError(code: rc, context: "opening", message: msg, path: path)
         }
         handle = db
         sqlite3_extended_result_codes(db, 1)
@@ -52,7 +89,7 @@ public final class Database {
     public func check(_ rc: Int32, _ context: @autoclosure () -> String) throws -> Int32 {
         switch rc {
         case SQLITE_OK, SQLITE_ROW, SQLITE_DONE: return rc
-        default: throw SQLiteError(code: rc, context: context(), message: String(cString: sqlite3_errmsg(handle)))
+        default: throw SQLiteError(code: rc, context: context(), message: String(cString: sqlite3_errmsg(handle)), path: path)
         }
     }
 
@@ -63,7 +100,7 @@ public final class Database {
         if rc != SQLITE_OK {
             let msg = err.map { String(cString: $0) } ?? String(cString: sqlite3_errmsg(handle))
             sqlite3_free(err)
-            throw SQLiteError(code: rc, context: "executing \(sql.prefix(60))", message: msg)
+            throw SQLiteError(code: rc, context: SQLiteError.context(of: sql), message: msg, path: path, statement: sql)
         }
     }
 
@@ -141,7 +178,7 @@ public final class Statement {
         var s: OpaquePointer?
         let rc = sqlite3_prepare_v3(db.handle, sql, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &s, nil)
         guard rc == SQLITE_OK, let s else {
-            throw SQLiteError(code: rc, context: "preparing \(sql.prefix(60))", message: String(cString: sqlite3_errmsg(db.handle)))
+            throw SQLiteError(code: rc, context: SQLiteError.context(of: sql), message: String(cString: sqlite3_errmsg(db.handle)), path: db.path, statement: sql)
         }
         stmt = s
     }
@@ -165,7 +202,7 @@ public final class Statement {
         case let .text(s): rc = sqlite3_bind_text(stmt, i, s, -1, fs_sqlite_transient())
         case let .blob(b): rc = b.withUnsafeBytes { sqlite3_bind_blob64(stmt, i, $0.baseAddress ?? UnsafeRawPointer(bitPattern: 1), sqlite3_uint64(b.count), fs_sqlite_transient()) }
         }
-        try db.check(rc, "binding parameter \(i) of \(sql.prefix(60))")
+        try db.check(rc, "binding parameter \(i)")
     }
 
     /// Binds text straight from UTF-8 bytes without making a String.
@@ -182,7 +219,7 @@ public final class Statement {
         let rc = sqlite3_step(stmt)
         if rc == SQLITE_ROW { return true }
         if rc == SQLITE_DONE { return false }
-        let err = SQLiteError(code: rc, context: "running \(sql.prefix(60))", message: String(cString: sqlite3_errmsg(db.handle)))
+        let err = SQLiteError(code: rc, context: SQLiteError.context(of: sql), message: String(cString: sqlite3_errmsg(db.handle)), path: db.path, statement: sql)
         sqlite3_reset(stmt)
         throw err
     }

@@ -89,7 +89,7 @@ public final class Store {
             tables = try db.scalarInt("SELECT count(*) FROM sqlite_schema") ?? 0
         } catch let e as SQLiteError {
             if e.isNotADatabase { throw ToolError(.dataError, "\(path) is not a family-sync store (a damaged SQLite database: \(e.message))") }
-            throw ToolError(.ioError, "cannot read store \(path): \(e.message)")
+            throw ToolError(.ioError, "cannot read store \(path): \(e.problem)")
         }
         if appID == 0 && userVersion == 0 {
             // An SQLite file with no schema of ours yet: only an empty one may become a store.

@@ -24,6 +24,7 @@ public final class LineReader {
     /// Opens `path` ("-" for standard input). A missing file is `noInput` (66).
     public init(path: String, maxLineBytes: Int) throws {
         if path == "-" {
+            if StandardInput.wasClosed { throw StandardInput.closedError }
             fd = 0
             ownsFD = false
             name = "<stdin>"

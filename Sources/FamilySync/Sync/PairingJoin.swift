@@ -60,6 +60,29 @@ public enum OfferInput {
     /// The longest input read for an offer.
     public static let maxBytes = 64 << 10
 
+    /// Reads an offer's bytes from `path` (- is standard input), at most
+    /// `maxBytes`: a longer input is not an offer.
+    public static func read(_ path: String) throws -> [UInt8] {
+        let reader = try LineReader(path: path, maxLineBytes: maxBytes + 1)
+        var bytes: [UInt8] = []
+        while let line = try reader.next() {
+            guard case let .text(b) = line, bytes.count + b.count < maxBytes else {
+                throw ToolError(.dataError, "\(reader.name): longer than \(maxBytes) bytes; not an offer")
+            }
+            if reader.lineNumber > 1 { bytes.append(0x0A) }
+            bytes += b
+        }
+        return bytes
+    }
+
+    /// Why `bytes` cannot be an offer at all (binary: NUL or other control
+    /// bytes, or not UTF-8), or nil. An offer is text.
+    public static func binaryProblem(_ bytes: [UInt8]) -> String? {
+        if bytes.contains(where: { $0 < 0x20 && $0 != 0x09 && $0 != 0x0A && $0 != 0x0D || $0 == 0x7F }) { return "binary data" }
+        if String(validating: bytes, as: UTF8.self) == nil { return "not UTF-8 text" }
+        return nil
+    }
+
     /// Parses the first offer in `text`. Expiry is the caller's to judge.
     public static func parse(_ text: String, source: String) throws -> PairingOffer {
         guard text.utf8.count <= maxBytes else { throw ToolError(.dataError, "\(source): longer than \(maxBytes) bytes; not an offer") }

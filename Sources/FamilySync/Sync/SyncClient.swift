@@ -144,7 +144,8 @@ public final class SyncClient {
                 throw ToolError(.noPermission, "refused by \(address): it does not accept this device's key (a wrong family secret, or a key from before a revocation)")
             }
             if e.kind == .timeout { throw ToolError(.unavailable, "no answer from \(address) during the TLS handshake") }
-            throw ToolError(.unavailable, "TLS handshake with \(address) failed: \(e.description)")
+            // Said once: the TLS error's own context already names the handshake and the address.
+            throw ToolError(.unavailable, "TLS handshake with \(address) failed: \(e.reasonText.isEmpty ? "no reason given" : e.reasonText) (is a family-sync peer listening there?)")
         }
         return FrameChannel(conn, clock: clock.monotonic)
     }

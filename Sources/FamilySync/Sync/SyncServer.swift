@@ -64,6 +64,9 @@ public final class SyncServer {
         }
         let listener: TCPSocket
         do { listener = try TCPSocket.listen(on: address) } catch let e as SocketError {
+            if e.code == EADDRNOTAVAIL {
+                throw ToolError.usage("--listen: \(address.host) is not an address of this machine (see 'ip -brief address')")
+            }
             throw ToolError(.unavailable, "cannot listen on \(address): \(String(cString: strerror(e.code)))")
         }
         let bound = listener.localAddress()?.description ?? address.description

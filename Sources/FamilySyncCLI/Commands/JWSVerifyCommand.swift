@@ -11,7 +11,7 @@ public enum JWSVerifyCommand {
 
         Without --root, Apple Root CA - G3 (compiled in; SHA-256 63:34:3A:BF:B8:9A:6A:03:EB:B5:7E:9B:3F:5F:A7:BE:7C:4F:5C:75:6F:30:17:B3:A8:C4:88:C3:65:3E:91:79) is the only anchor. --root replaces it. Verified chains are remembered in memory by the exact bytes of leaf and intermediate, so a batch from one leaf costs one P-256 verification per token.
 
-        Store mode (--db or --save) keeps the family's proof. jws-verify --db STORE --save reads transactions like a batch and, only when every line is valid, keeps them in the store (the owner's purchase). jws-verify --db STORE re-verifies the kept proofs at the current time, as a member does on every launch, and prints {"entitled", "until", "reason", "source"}: until is the proof's expiresDate (null: no end), reason is null when entitled, no-proof when the store holds none, else the newest proof's reason code (with a detail); source is local or peer:DEVICE. A store or kept proof that cannot be read is an error, never a silent free.
+        Store mode (--db, --save, or $FAMILY_SYNC_DB naming a store when no --bundle-id asks for a batch) keeps the family's proof. jws-verify --db STORE --save reads transactions like a batch and, only when every line is valid, keeps them in the store (the owner's purchase). jws-verify --db STORE re-verifies the kept proofs at the current time, as a member does on every launch, and prints {"entitled", "until", "reason", "source"}: until is the proof's expiresDate (null: no end), reason is null when entitled, no-proof when the store holds none, else the newest proof's reason code (with a detail); source is local or peer:DEVICE. A store or kept proof that cannot be read is an error, never a silent free.
 
         The store's settings bundle_id, products and allow_sandbox are set once, by giving --bundle-id (with any --product and --allow-sandbox) together with --db; the three are replaced together, and later runs without --bundle-id use them.
         """,
@@ -78,7 +78,8 @@ public enum JWSVerifyCommand {
         if bundle?.isEmpty == true { throw ToolError.usage("--bundle-id: the bundle ID is empty") }
         if products.contains("") { throw ToolError.usage("--product: a product ID is empty") }
         let givenPolicy = bundle.map { ProofPolicy(bundleID: $0, products: products, allowSandbox: sandbox) }
-        let storeMode = a.isSet("db") || a.flag("save")
+        // $FAMILY_SYNC_DB names the store as --db does, unless --bundle-id asks for a batch.
+        let storeMode = a.isSet("db") || a.flag("save") || (ctx.storeNamed && bundle == nil)
 
         if storeMode {
             guard kind == .transaction else {

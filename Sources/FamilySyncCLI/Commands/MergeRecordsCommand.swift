@@ -11,9 +11,13 @@ public enum MergeRecordsCommand {
     static let cursor = OptionSpec("cursor", valueName: "FILE",
         help: "With --export: read SEQ from FILE (0 when FILE does not exist), export the changes after it, then replace FILE with the last change number written. Repeating the command exports only what changed since.",
         completion: .file)
-    static let addPhoto = OptionSpec("add-photo", kind: .repeating, valueName: "FILE",
-        help: "Store mode: keep the bytes of FILE in the store, named by their lowercase SHA-256 hex, and print {\"file\",\"sha256\",\"size\"} per file. Records name photos by that hash. May be repeated; all files go in one transaction.",
-        completion: .file)
+    static let addPhoto: OptionSpec = {
+        var o = OptionSpec("add-photo", kind: .repeating, valueName: "FILE",
+            help: "Store mode: keep the bytes of FILE, and of every FILE after it (--add-photo photos/*.jpg), in the store, named by their lowercase SHA-256 hex, and print {\"file\",\"sha256\",\"size\"} per file. Records name photos by that hash. All files go in one transaction.",
+            completion: .file)
+        o.takesArguments = true
+        return o
+    }()
     static let explain = OptionSpec.flag("explain",
         help: "Write, per id, which rule decided as one JSON line on standard error.")
     static let explainFile = OptionSpec("explain-file", valueName: "PATH",
@@ -27,7 +31,7 @@ public enum MergeRecordsCommand {
 
         Pure mode, merge-records [--now TIME] LOCAL REMOTE, reads two record sets (either may be -, standard input) and writes the merged set to standard output, one line per id, sorted by id in byte order. For each id the version kept is chosen by the rule below; duplicates of an id inside one input are resolved by the same rule, so a change log is a valid input. Winners are written verbatim: the original bytes of the line, unknown fields included, with only modifiedAt rewritten when it is not already in canonical form or was clamped.
 
-        Store mode, merge-records --db STORE [FILE], applies the records of FILE (default -) to the store in one transaction, all or nothing, and prints one JSON summary: received, applied (replaced or created the held version), keptLocal (lost to the held version), unchanged (the same version as held), clamped, resurrected (a live version replaced a tombstone) and deleted (a tombstone replaced a live version). --stamp applies local edits instead, --export writes the store out, --add-photo keeps photo files.
+        Store mode, merge-records --db STORE [FILE] (or with $FAMILY_SYNC_DB naming the store and at most one FILE), applies the records of FILE (default -) to the store in one transaction, all or nothing, and prints one JSON summary: received, applied (replaced or created the held version), keptLocal (lost to the held version), unchanged (the same version as held), clamped, resurrected (a live version replaced a tombstone) and deleted (a tombstone replaced a live version). --stamp applies local edits instead, --export writes the store out, --add-photo keeps photo files.
 
         The rule, for one id, an incoming (REMOTE) version against the held (LOCAL) one:
 
@@ -67,8 +71,10 @@ public enum MergeRecordsCommand {
 
     public static func run(_ ctx: ToolContext) throws -> ExitStatus {
         let a = ctx.args
-        let storeMode = a.isSet("db") || a.flag("stamp") || a.flag("export") || a.isSet("since") || a.isSet("cursor") || a.isSet("add-photo")
         let inputs = a.positionals
+        // $FAMILY_SYNC_DB names the store as --db does; two inputs still mean pure mode.
+        let storeMode = a.isSet("db") || (ctx.storeNamed && inputs.count < 2) || a.flag("stamp") || a.flag("export")
+            || a.isSet("since") || a.isSet("cursor") || a.isSet("add-photo")
         if (a.isSet("since") || a.isSet("cursor")) && !a.flag("export") {
             throw ToolError.usage("--since and --cursor go with --export")
         }
@@ -82,13 +88,15 @@ public enum MergeRecordsCommand {
             }
             return try runPure(ctx, local: inputs[0], remote: inputs[1])
         }
-        if a.flag("export") || a.isSet("add-photo") {
-            if let extra = inputs.first { throw ToolError.usage("unexpected argument '\(extra)' (--\(a.flag("export") ? "export" : "add-photo") reads no records)") }
+        if a.flag("export") {
+            if let extra = inputs.first { throw ToolError.usage("unexpected argument '\(extra)' (--export reads no records)") }
+        } else if a.isSet("add-photo") {
+            // `--add-photo photos/*.jpg`: the shell's other words are photos too.
+            return try runAddPhotos(ctx, a.values("add-photo") + inputs)
         } else if inputs.count > 1 {
             throw ToolError.usage("store mode applies one input; unexpected argument '\(inputs[1])'")
         }
         if a.flag("export") { return try runExport(ctx) }
-        if a.isSet("add-photo") { return try runAddPhotos(ctx, a.values("add-photo")) }
         return try runApply(ctx, input: inputs.first ?? "-", stamping: a.flag("stamp"))
     }
 

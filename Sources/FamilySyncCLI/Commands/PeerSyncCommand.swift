@@ -195,9 +195,13 @@ public enum PeerSyncCommand {
         return try ProofVerifier(anchors: roots.isEmpty ? nil : try TrustAnchors.load(paths: roots))
     }
 
-    /// A HOST:PORT option by the one address rule; a peer to connect to needs a port other than 0.
-    static func address(_ text: String, option: String, listening: Bool = false) throws -> HostPort {
-        guard let a = HostPort(parsing: text), listening || a.isConnectable else { throw ToolError.usage("\(option): '\(text)' is not HOST:PORT") }
+    /// A peer's address. Port 0 only where a port is picked (--listen): a
+    /// peer never listens there.
+    static func address(_ text: String, option: String, portZero: Bool = false) throws -> HostPort {
+        guard let a = HostPort(parsing: text) else { throw ToolError.usage("\(option): '\(text)' is not HOST:PORT") }
+        if !a.isConnectable && !portZero {
+            throw ToolError.usage("\(option): '\(text)': port 0 is not a port a peer listens on (the default is \(SyncLimits.defaultPort))")
+        }
         return a
     }
 
@@ -258,7 +262,7 @@ public enum PeerSyncCommand {
     // MARK: serve
 
     static func runServe(_ ctx: ToolContext) throws -> ExitStatus {
-        let listen = try address(ctx.args.value("listen") ?? "0.0.0.0:\(SyncLimits.defaultPort)", option: "--listen", listening: true)
+        let listen = try address(ctx.args.value("listen") ?? "0.0.0.0:\(SyncLimits.defaultPort)", option: "--listen", portZero: true)
         let opts = try options(ctx)
         let store = try ctx.store()
         let (obs, _) = try observer(ctx)
@@ -283,12 +287,11 @@ public enum PeerSyncCommand {
     static func runJoin(_ ctx: ToolContext) throws -> ExitStatus {
         let source = ctx.args.argument("OFFER") ?? "-"
         let text: String
-        if source == "-" {
-            text = String(decoding: FileHandle.standardInput.readData(ofLength: OfferInput.maxBytes + 1), as: UTF8.self)
-        } else {
-            guard let d = FileManager.default.contents(atPath: source) else { throw ToolError.noInput("\(source): cannot read the offer") }
-            text = String(decoding: d.prefix(OfferInput.maxBytes + 1), as: UTF8.self)
+        let bytes = try OfferInput.read(source)
+        if let problem = OfferInput.binaryProblem(bytes) {
+            throw ToolError(.dataError, "\(source == "-" ? "<stdin>" : source): not a pairing offer (\(problem)); expected pair-scan's JSON or the offer text FS1/...")
         }
+        text = String(decoding: bytes, as: UTF8.self)
         let offer = try OfferInput.parse(text, source: source == "-" ? "<stdin>" : source)
         if offer.expiresAt <= ctx.now {
             throw ToolError(.noPermission, "offer expired at \(offer.expiresAt.rfc3339); ask the owner for a new one")

@@ -50,7 +50,10 @@ public enum ImageReader {
     public static func readFile(_ path: String) throws -> [UInt8] {
         let fd: Int32
         let name = path == "-" ? "<stdin>" : path
-        if path == "-" { fd = 0 } else {
+        if path == "-" {
+            if StandardInput.wasClosed { throw StandardInput.closedError }
+            fd = 0
+        } else {
             fd = open(path, O_RDONLY | O_CLOEXEC)
             guard fd >= 0 else {
                 let e = errno
