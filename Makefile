@@ -9,7 +9,7 @@ RELEASE_FLAGS := -c release --static-swift-stdlib
 RELEASE_BIN = $(shell $(SWIFT) build $(RELEASE_FLAGS) --show-bin-path 2>/dev/null)
 DEBUG_BIN = $(shell $(SWIFT) build --show-bin-path 2>/dev/null)
 
-.PHONY: all build deps test-deps bench-deps demo test c-warnings bench man install uninstall clean
+.PHONY: all build deps test-deps bench-deps demo test c-warnings check-dependent bench man install uninstall clean
 
 all: build
 
@@ -53,6 +53,10 @@ c-warnings: deps
 	@for f in $(C_SOURCES); do \
 	    $${CC:-cc} -std=c11 -Wall -Wextra -Werror -fsyntax-only -ISources/JPEGGlue/include $$f || exit 1; \
 	done
+
+# A package depending on the FamilySync library builds (slow: not part of test).
+check-dependent: deps
+	@bash scripts/check-dependent.sh
 
 bench: bench-deps build
 	@bash bench/run.sh "$(RELEASE_BIN)"

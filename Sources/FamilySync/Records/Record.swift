@@ -54,7 +54,7 @@ extension Record {
     }
 
     /// Builds a record from a validated scan of the bytes at `base`.
-    public init(base: UnsafePointer<UInt8>, scan r: RecordScan) {
+    init(base: UnsafePointer<UInt8>, scan r: RecordScan) {
         func str(_ s: RecordScan.StringSpan) -> String {
             guard s.isPresent else { return "" }
             if s.escaped { return String(decoding: RecordScanner.decode(base, s), as: UTF8.self) }
@@ -116,7 +116,7 @@ public enum RecordLine {
     /// when given, `deviceId` set to `device`; fields that are absent are
     /// appended as new members. `ensureDeleted` adds `"deleted":false` when
     /// the line has no `deleted`.
-    public static func rewrite(_ base: UnsafePointer<UInt8>, _ r: RecordScan, time: Int64?, device: UnsafeRawBufferPointer?,
+    static func rewrite(_ base: UnsafePointer<UInt8>, _ r: RecordScan, time: Int64?, device: UnsafeRawBufferPointer?,
                                ensureDeleted: Bool, into out: inout [UInt8]) {
         var edits: [(Int, Int, [UInt8])] = []  // replace base[from..<to] with bytes
         var appended: [UInt8] = []

@@ -54,6 +54,11 @@ extension Store {
         return try s.step() ? s.blob(0) : nil
     }
 
+    /// How many photos the store holds.
+    public func photoCount() throws -> Int {
+        Int(try db.scalarInt("SELECT count(*) FROM photos") ?? 0)
+    }
+
     public func hasPhoto(_ sha256: String) throws -> Bool {
         try db.scalarInt("SELECT 1 FROM photos WHERE sha256 = ?", [.text(sha256)]) != nil
     }

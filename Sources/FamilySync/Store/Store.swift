@@ -189,6 +189,12 @@ public final class Store {
         try db.transaction(body)
     }
 
+    /// Runs `body` as one read transaction, so what it reads is one consistent
+    /// state (an export and the cursor it leaves agree exactly).
+    public func read<T>(_ body: () throws -> T) throws -> T {
+        try db.readTransaction(body)
+    }
+
     /// `PRAGMA integrity_check`: "ok" for a sound store.
     public func integrityCheck() throws -> String {
         try db.scalarText("PRAGMA integrity_check") ?? "no answer"

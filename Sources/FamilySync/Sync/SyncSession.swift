@@ -94,7 +94,7 @@ final class SyncSession {
     func run() throws -> SyncSummary {
         // Checkpoints run beside the session; where they cannot, the session's
         // connection does them itself, less often than usual.
-        let checkpointer = BackgroundCheckpointer.start(for: store.db)
+        let checkpointer = store.startBackgroundCheckpointer()
         let checkpointBefore = checkpointer == nil ? try store.raiseAutoCheckpoint(bytes: SyncLimits.sessionCheckpointBytes) : nil
         defer {
             checkpointer?.stop()

@@ -167,14 +167,14 @@ public enum MergeRecordsCommand {
         let nl: [UInt8] = [0x0A]
         if let after {
             // One read transaction, so the cursor matches exactly what was written.
-            try store.db.execute("BEGIN")
-            defer { try? store.db.execute("COMMIT") }
-            let last = try store.forEachChange(afterSeq: after) { line, _ in
-                try ctx.out.write(line)
-                try ctx.out.write(nl)
+            try store.read {
+                let last = try store.forEachChange(afterSeq: after) { line, _ in
+                    try ctx.out.write(line)
+                    try ctx.out.write(nl)
+                }
+                try ctx.out.flush()
+                if let cursorPath { try writeCursor(cursorPath, last) }
             }
-            try ctx.out.flush()
-            if let cursorPath { try writeCursor(cursorPath, last) }
         } else {
             try store.forEachRecordLine { line in
                 try ctx.out.write(line)

@@ -377,8 +377,9 @@ public enum PeerSyncCommand {
                      ("sentSeq", .int(d.sentSeq)), ("recvSeq", .int(d.recvSeq))])
         }
         let maxDevices: Int = fam?.role == .member ? Int(try store.meta("family_max_devices") ?? "") ?? Store.defaultMaxDevices : try store.maxDevices
-        let records = try store.db.scalarInt("SELECT count(*) FROM records") ?? 0
-        let photos = try store.db.scalarInt("SELECT count(*) FROM photos") ?? 0
+        let counts = try store.recordCounts()
+        let records = counts.live + counts.tombstones
+        let photos = try store.photoCount()
         try ctx.out.writeLine(.object([
             ("device", .string(me)),
             ("family", .optional(fam?.id)), ("role", .optional(fam?.role.rawValue)), ("owner", .optional(fam?.ownerDevice)),
