@@ -36,12 +36,12 @@ bash "$scripts/demo-pki.sh" "$bundle" "$product" $((now_ms + 30 * 86400000))
 run jws-verify --db owner.db --save --root demo-root.der --bundle-id "$bundle" --product "$product" "< tx.jws"
 
 say "The owner's device waits for peers, one at a time"
-step "peer-sync serve --db owner.db --listen $addr --root demo-root.der --quiet &"
-peer-sync serve --db owner.db --listen "$addr" --root demo-root.der --quiet --events owner-events.ndjson >owner-sessions.ndjson 2>owner.log &
+step "peer-sync serve --db owner.db --listen $addr --quiet &"
+peer-sync serve --db owner.db --listen "$addr" --quiet --events owner-events.ndjson >owner-sessions.ndjson 2>owner.log &
 server=$!
 for _ in $(seq 100); do grep -q '"listening"' owner-events.ndjson 2>/dev/null && break; sleep 0.1; done
 
-say "A member's device scans a photo of the code and joins: family, members, proof, first sync"
+say "A member's device scans a photo of the code and joins: family, members, proof, first sync (the root given once is kept)"
 run "pair-scan pair.png | peer-sync join --db kid.db --root demo-root.der --quiet"
 
 say "The offer is spent: a second device with the same screenshot is refused"
@@ -61,22 +61,22 @@ echo '{"id":"b-1","type":"budget","data":{"month":"2026-12","limit":"400.00"}}' 
 run merge-records --db owner.db --stamp "< owner-edits.ndjson"
 
 say "Sync Now: the member reaches the peers it knows"
-run peer-sync connect --db kid.db --root demo-root.der --quiet
+run peer-sync connect --db kid.db --quiet
 
 say "Both devices now hold the same records (and the photo)"
 run merge-records --db owner.db --export
-run "peer-sync status --db kid.db --root demo-root.der"
+run "peer-sync status --db kid.db"
 
 say "Every launch, the member re-checks the cached proof offline"
-run jws-verify --db kid.db --root demo-root.der
+run jws-verify --db kid.db
 say "...and once the subscription lapses, the member drops to free by itself (exit 1)"
-step "jws-verify --db kid.db --root demo-root.der --now <in 40 days>"
-jws-verify --db kid.db --root demo-root.der --now "$(date -u -d '+40 days' +%Y-%m-%dT%H:%M:%SZ)" || echo "(exit $?)"
+step "jws-verify --db kid.db --now <in 40 days>"
+jws-verify --db kid.db --now "$(date -u -d '+40 days' +%Y-%m-%dT%H:%M:%SZ)" || echo "(exit $?)"
 
 say "A delete is a tombstone that travels; tombstone-gc purges it once old and heard by every device"
 echo '{"id":"r-2","type":"receipt","deleted":true}' > kid-delete.ndjson
 run merge-records --db kid.db --stamp "< kid-delete.ndjson"
-run peer-sync connect --db kid.db --root demo-root.der --quiet
+run peer-sync connect --db kid.db --quiet
 run tombstone-gc --db kid.db --dry-run --verbose
 step "tombstone-gc --db kid.db --now <in 91 days>"
 tombstone-gc --db kid.db --now "$(date -u -d '+91 days' +%Y-%m-%dT%H:%M:%SZ)"
@@ -84,10 +84,10 @@ tombstone-gc --db kid.db --now "$(date -u -d '+91 days' +%Y-%m-%dT%H:%M:%SZ)"
 say "The owner revokes the member's device: the family key moves on, its place is freed"
 kid_id=$(peer-sync status --db kid.db | python3 -c 'import json, sys; print(json.load(sys.stdin)["device"])')
 run peer-sync revoke --db owner.db "$kid_id"
-step "peer-sync connect --db kid.db --root demo-root.der --quiet"
-peer-sync connect --db kid.db --root demo-root.der --quiet || echo "(exit $?)"
-step "jws-verify --db kid.db --root demo-root.der"
-jws-verify --db kid.db --root demo-root.der || echo "(exit $?)"
+step "peer-sync connect --db kid.db --quiet"
+peer-sync connect --db kid.db --quiet || echo "(exit $?)"
+step "jws-verify --db kid.db"
+jws-verify --db kid.db || echo "(exit $?)"
 
 say "What the owner's device logged, one JSON summary per session"
 run cat owner-sessions.ndjson

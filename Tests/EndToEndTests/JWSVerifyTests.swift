@@ -293,8 +293,13 @@ final class OpenSSLPKI: @unchecked Sendable {
         #expect(v["entitled"] == .bool(false) && v["reason"] == .string("expired") && v["source"] == .string("local"))
         #expect(v["detail"]?.stringValue?.contains(tx.expires.rfc3339) == true)
 
-        // Without the test root pinned, nobody is premium.
-        let apple = try Tools.run("jws-verify", ["--db", db, "--now", now.rfc3339])
+        // Without --root, the root given at --save is the store's: still premium.
+        let kept = try Tools.run("jws-verify", ["--db", db, "--now", now.rfc3339])
+        #expect(kept.status == 0, "\(kept.out) \(kept.err)")
+        // With Apple's root pinned instead, nobody is premium.
+        let appleRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("FamilySyncTests/Vectors/AppleRootCA-G3.cer").path
+        let apple = try Tools.run("jws-verify", ["--db", db, "--now", now.rfc3339, "--root", appleRoot])
         let reason = try json(apple.lines.first ?? "")["reason"]
         #expect(apple.status == 1 && reason == .string("untrusted-chain"))
     }

@@ -486,3 +486,65 @@ final class BackgroundRun {
     var err: String { String(decoding: FileManager.default.contents(atPath: stderrPath) ?? Data(), as: UTF8.self) }
     var json: JSONValue? { out.split(separator: "\n").last.flatMap { try? JSONParser.parse(String($0)) } }
 }
+
+/// A root given once is kept: the store judges by it from then on, and a
+/// proof rejected during a session is said on standard error.
+@Suite(.serialized) struct TrustRootTests {
+    @Test func aRootGivenAtSaveAndJoinIsKeptAndUsedThereafter() throws {
+        let pki = OpenSSLPKI.shared
+        let now = pki.madeAt.adding(.days(1)).rfc3339
+        let dir = TempDir()
+        let owner = dir.file("owner.db"), kid = dir.file("kid.db"), other = dir.file("other.db")
+        let offer = try Household.owner(owner, ttl: .days(2))
+        let tx = pki.transaction()
+        let save = try Tools.run("jws-verify", ["--db", owner, "--save", "--root", pki.rootPEM, "--bundle-id", "com.example.family",
+                                                "--product", "family.monthly", "--now", now], input: try pki.token(payload: tx.json) + "\n")
+        #expect(save.status == 0, "\(save.err)")
+        #expect(try Store(path: owner).setting(Store.trustRootsSetting)?.hasPrefix("-----BEGIN CERTIFICATE-----") == true)
+        // From here on no command names the root again.
+        let ownerCheck = try Tools.run("jws-verify", ["--db", owner, "--now", now])
+        #expect(ownerCheck.status == 0, "\(ownerCheck.out) \(ownerCheck.err)")
+        let server = try ServeProcess(db: owner, dir: dir, extra: ["--now", now])
+        defer { server.stop() }
+        let j = try Household.join(kid, server: server, offer: offer, extra: ["--root", pki.rootPEM, "--now", now])
+        #expect(j.status == 0, "\(j.err)")
+        #expect(j.json?.at("proof", "received", "state")?.stringValue == "kept")
+        #expect(server.summary(after: 0)?.at("proof", "sent")?.boolValue == true)
+        let check = try Tools.run("jws-verify", ["--db", kid, "--now", now])
+        #expect(check.status == 0, "\(check.out) \(check.err)")
+        let again = try Tools.run("peer-sync", ["connect", "--db", kid, "--now", now, server.address])
+        #expect(again.status == 0, "\(again.err)")
+        #expect(again.json?.at("proof", "received", "state")?.stringValue == "known")
+        #expect(again.err.isEmpty, "\(again.err)")
+        #expect(server.summary(after: 1)?.at("proof", "received", "state")?.stringValue == "known")
+        let st = try #require(try Tools.run("peer-sync", ["status", "--db", kid, "--now", now]).json)
+        #expect(st.at("proof", "entitled")?.boolValue == true)
+        // --root on the command line still wins for that command: Apple's root alone rejects the demo proof.
+        let appleRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("FamilySyncTests/Vectors/AppleRootCA-G3.cer").path
+        let apple = try Tools.run("jws-verify", ["--db", kid, "--now", now, "--root", appleRoot])
+        #expect(apple.status == 1, "\(apple.out) \(apple.err)")
+        #expect(apple.out.contains("untrusted-chain"), "\(apple.out)")
+
+        // A device that was never given the root rejects the proof, and says so on stderr (exit still 0: the sync happened).
+        let j2 = try Household.join(other, server: server, offer: try Household.offer(owner, ttl: .days(2)), extra: ["--now", now])
+        #expect(j2.status == 0, "\(j2.err)")
+        #expect(j2.json?.at("proof", "received", "state")?.stringValue == "rejected")
+        #expect(j2.err.contains("peer-sync: the peer's proof was rejected (untrusted-chain: "), "\(j2.err)")
+        #expect(j2.err.contains("give --root CERT once"), "\(j2.err)")
+        #expect(try Store(path: other).setting(Store.trustRootsSetting) == nil)
+        let free = try Tools.run("jws-verify", ["--db", other, "--now", now])
+        #expect(free.status == 1)
+    }
+
+    /// A join that fails keeps nothing, the root included.
+    @Test func aFailedJoinKeepsNoRoot() throws {
+        let pki = OpenSSLPKI.shared
+        let dir = TempDir()
+        let kid = dir.file("kid.db")
+        let r = try Tools.run("peer-sync", ["join", "--db", kid, "--root", pki.rootPEM, "--connect", "127.0.0.1:\(try PeerSyncTests.closedPort())"],
+                              input: "FS1/6A1C1D2E-0F3A-4B5C-8D6E-7F8091A2B3C4/ABCDEFGHIJKLMNOPQRSTUVWXYZ234567/4102444800/\n")
+        #expect(r.status == 69, "\(r.err)")
+        if FileManager.default.fileExists(atPath: kid) { #expect(try Store(path: kid).setting(Store.trustRootsSetting) == nil) }
+    }
+}

@@ -1,5 +1,5 @@
 # fish completion for jws-verify
-complete -c jws-verify -l root -r -F -d 'Pin CERT (a DER or PEM file, one or more certificates) as the trust anchor instead of the bundled Apple Root CA - G3. Repeatable.'
+complete -c jws-verify -l root -r -F -d 'Pin CERT (a DER or PEM file, one or more certificates) as the trust anchor instead of the bundled Apple Root CA - G3. Repeatable. Given with --save, it is kept in the store (the setting trust_roots) and used by every later command on that store that gives no --root.'
 complete -c jws-verify -l bundle-id -x -d 'The app\'s bundle ID that proofs must carry. Needed for a batch; with --db it sets the store\'s settings.'
 complete -c jws-verify -l product -x -d 'A product ID that unlocks the plan. Repeatable.'
 complete -c jws-verify -l allow-sandbox -d 'Also accept Sandbox proofs (TestFlight, development builds). Xcode and LocalTesting proofs are never accepted.'

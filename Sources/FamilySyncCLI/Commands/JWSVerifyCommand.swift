@@ -1,3 +1,4 @@
+import Foundation
 import FamilySync
 
 public enum JWSVerifyCommand {
@@ -17,8 +18,8 @@ public enum JWSVerifyCommand {
         """,
         options: [
             OptionSpec("root", kind: .repeating, valueName: "CERT",
-                       help: "Pin CERT (a DER or PEM file, one or more certificates) as the trust anchor instead of the bundled Apple Root CA - G3. Repeatable.",
-                       default: "Apple Root CA - G3", completion: .file),
+                       help: "Pin CERT (a DER or PEM file, one or more certificates) as the trust anchor instead of the bundled Apple Root CA - G3. Repeatable. Given with --save, it is kept in the store (the setting trust_roots) and used by every later command on that store that gives no --root.",
+                       default: "the root the store keeps, else Apple Root CA - G3", completion: .file),
             OptionSpec("bundle-id", valueName: "ID",
                        help: "The app's bundle ID that proofs must carry. Needed for a batch; with --db it sets the store's settings."),
             OptionSpec("product", kind: .repeating, valueName: "ID",
@@ -95,10 +96,10 @@ public enum JWSVerifyCommand {
             throw ToolError.usage("give --bundle-id ID to verify tokens, or --db STORE to check a store's kept proof")
         }
 
-        let roots = a.values("root")
-        let verifier = try ProofVerifier(anchors: roots.isEmpty ? nil : try TrustAnchors.load(paths: roots))
-
-        if !storeMode { return try batch(ctx, verifier: verifier, kind: kind, policy: givenPolicy!) }
+        if !storeMode { return try batch(ctx, verifier: try ProofVerifier(anchors: try ProofRoots.given(ctx)), kind: kind, policy: givenPolicy!) }
+        // The root given now, else the one the store keeps (when there is a store yet).
+        let existing = FileManager.default.fileExists(atPath: ctx.storePath) ? try ctx.store(create: false) : nil
+        let verifier = try ProofRoots.verifier(ctx, store: existing)
         if a.flag("save") { return try save(ctx, verifier: verifier, given: givenPolicy) }
         return try check(ctx, verifier: verifier, given: givenPolicy)
     }
@@ -175,6 +176,7 @@ public enum JWSVerifyCommand {
         let store = try ctx.store()
         try store.write {
             if let given { try store.setProofPolicy(given) }
+            if let roots = try ProofRoots.given(ctx) { try store.setTrustRootsInTransaction(roots) }
             for p in newest(proofs).reversed() { try store.keepProofInTransaction(p, source: Store.localProofSource, now: ctx.now) }
         }
         return .success

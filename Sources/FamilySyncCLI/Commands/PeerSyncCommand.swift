@@ -12,8 +12,8 @@ public enum PeerSyncCommand {
         help: "Keep retrying a busy peer, with backoff, this long before giving up with status 75.",
         default: SyncLimits.defaultBusyWait.description)
     static let root = OptionSpec("root", kind: .repeating, valueName: "CERT",
-        help: "Judge the proofs peers send against CERT (a DER or PEM file) instead of the bundled Apple Root CA - G3, as jws-verify --root does. Repeatable.",
-        default: "Apple Root CA - G3", completion: .file)
+        help: "Judge the proofs peers send against CERT (a DER or PEM file) instead of the bundled Apple Root CA - G3, as jws-verify --root does. Repeatable. Given to join, it is kept in the store (the setting trust_roots) and used by every later command on that store that gives no --root.",
+        default: "the root the store keeps, else Apple Root CA - G3", completion: .file)
     /// Fault injection for tests only: hidden from help, man page and completions.
     static let faultSkipPhotoReplies = OptionSpec.flag("fault-inject-skip-photo-replies",
         help: "Fault injection for tests: drop photo requests without any reply.", hidden: true)
@@ -189,10 +189,9 @@ public enum PeerSyncCommand {
         return t
     }
 
-    /// The proof verifier, pinned on --root when given.
+    /// The proof verifier: --root, else the store's kept root, else Apple's.
     static func verifier(_ ctx: ToolContext) throws -> ProofVerifier {
-        let roots = ctx.args.values("root")
-        return try ProofVerifier(anchors: roots.isEmpty ? nil : try TrustAnchors.load(paths: roots))
+        try ProofRoots.verifier(ctx, store: try ctx.store())
     }
 
     /// A peer's address. Port 0 only where a port is picked (--listen): a
@@ -219,6 +218,12 @@ public enum PeerSyncCommand {
                 let ms = e.fields.first { $0.0 == "ms" }?.1.int64Value ?? 0
                 ctx.endProgress()
                 ctx.warn("the peer's clock is \(describe(ms: abs(ms))) \(ms > 0 ? "ahead of" : "behind") this device's; its future times are clamped")
+            case "proof" where e.fields.first(where: { $0.0 == "state" })?.1.stringValue == "rejected":
+                func field(_ k: String) -> String { e.fields.first { $0.0 == k }?.1.stringValue ?? "" }
+                ctx.endProgress()
+                let hint = field("reason") == "untrusted-chain" && ctx.args.values("root").isEmpty
+                    ? "; if it is signed by another root, give --root CERT once (with join or jws-verify --save) and the store keeps it" : ""
+                ctx.warn("the peer's proof was rejected (\(field("reason")): \(field("detail"))); this device's entitlement is unchanged\(hint)")
             case "warning":
                 ctx.endProgress()
                 ctx.warn(e.fields.first { $0.0 == "message" }?.1.stringValue ?? "warning")
@@ -304,7 +309,16 @@ public enum PeerSyncCommand {
         } else {
             throw ToolError.usage("the offer carries no address: give --connect HOST:PORT")
         }
-        return try runClient(ctx) { client, wait in try client.join(offer: offer, at: target, wait: wait) }
+        let roots = try ProofRoots.given(ctx)
+        return try runClient(ctx) { client, wait in
+            let summary = try client.join(offer: offer, at: target, wait: wait)
+            // Joined: the root given now is the store's from here on.
+            if let roots {
+                let store = try ctx.store()
+                try store.write { try store.setTrustRootsInTransaction(roots) }
+            }
+            return summary
+        }
     }
 
     /// One client session (join or connect): the store, options and progress
