@@ -12,7 +12,7 @@ extension PairScanCommand {
         var files = ctx.args.arguments("FILE")
         if files.isEmpty { files = ["-"] }
         if files.filter({ $0 == "-" }).count > 1 { throw ToolError.usage("standard input (-) can be read only once") }
-        let raw = ctx.args.flag("raw")
+        let raw = ctx.args.flag(Option.raw)
         let reader = QRReader()
         var status = ExitStatus.success
         for (i, file) in files.enumerated() {

@@ -73,13 +73,13 @@ public enum MergeRecordsCommand {
         let a = ctx.args
         let inputs = a.positionals
         // $FAMILY_SYNC_DB names the store as --db does; two inputs still mean pure mode.
-        let storeMode = a.isSet("db") || (ctx.storeNamed && inputs.count < 2) || a.flag("stamp") || a.flag("export")
-            || a.isSet("since") || a.isSet("cursor") || a.isSet("add-photo")
-        if (a.isSet("since") || a.isSet("cursor")) && !a.flag("export") {
+        let storeMode = a.isSet(Option.db) || (ctx.storeNamed && inputs.count < 2) || a.flag(Option.stamp) || a.flag(Option.export)
+            || a.isSet(Option.since) || a.isSet(Option.cursor) || a.isSet(Option.addPhoto)
+        if (a.isSet(Option.since) || a.isSet(Option.cursor)) && !a.flag(Option.export) {
             throw ToolError.usage("--since and --cursor go with --export")
         }
-        if a.isSet("since") && a.isSet("cursor") { throw ToolError.usage("give --since or --cursor, not both") }
-        let modes = [a.flag("stamp"), a.flag("export"), a.isSet("add-photo")].filter { $0 }.count
+        if a.isSet(Option.since) && a.isSet(Option.cursor) { throw ToolError.usage("give --since or --cursor, not both") }
+        let modes = [a.flag(Option.stamp), a.flag(Option.export), a.isSet(Option.addPhoto)].filter { $0 }.count
         if modes > 1 { throw ToolError.usage("--stamp, --export and --add-photo are separate modes; give one") }
 
         guard storeMode else {
@@ -88,26 +88,26 @@ public enum MergeRecordsCommand {
             }
             return try runPure(ctx, local: inputs[0], remote: inputs[1])
         }
-        if a.flag("export") {
+        if a.flag(Option.export) {
             if let extra = inputs.first { throw ToolError.usage("unexpected argument '\(extra)' (--export reads no records)") }
-        } else if a.isSet("add-photo") {
+        } else if a.isSet(Option.addPhoto) {
             // `--add-photo photos/*.jpg`: the shell's other words are photos too.
-            return try runAddPhotos(ctx, a.values("add-photo") + inputs)
+            return try runAddPhotos(ctx, a.values(Option.addPhoto) + inputs)
         } else if inputs.count > 1 {
             throw ToolError.usage("store mode applies one input; unexpected argument '\(inputs[1])'")
         }
-        if a.flag("export") { return try runExport(ctx) }
-        return try runApply(ctx, input: inputs.first ?? "-", stamping: a.flag("stamp"))
+        if a.flag(Option.export) { return try runExport(ctx) }
+        return try runApply(ctx, input: inputs.first ?? "-", stamping: a.flag(Option.stamp))
     }
 
     /// Where --explain lines go, if anywhere.
     static func explainStream(_ ctx: ToolContext) throws -> FamilySync.OutputStream? {
-        if let path = ctx.args.value("explain-file") {
+        if let path = ctx.args.value(Option.explainFile) {
             let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
             guard fd >= 0 else { throw ToolError.io("\(path): \(String(cString: strerror(errno)))") }
             return FamilySync.OutputStream(fd: fd)
         }
-        return ctx.args.flag("explain") ? FamilySync.OutputStream(fd: 2) : nil
+        return ctx.args.flag(Option.explain) ? FamilySync.OutputStream(fd: 2) : nil
     }
 
     static func runPure(_ ctx: ToolContext, local: String, remote: String) throws -> ExitStatus {
@@ -158,11 +158,11 @@ public enum MergeRecordsCommand {
     static func runExport(_ ctx: ToolContext) throws -> ExitStatus {
         let store = try ctx.store(create: false)
         var after: Int64? = nil
-        if let s = ctx.args.value("since") {
+        if let s = ctx.args.value(Option.since) {
             guard let n = Int64(s), n >= 0 else { throw ToolError.usage("--since: '\(s)' is not a change number (a whole number, 0 or more)") }
             after = n
         }
-        let cursorPath = ctx.args.value("cursor")
+        let cursorPath = ctx.args.value(Option.cursor)
         if let cursorPath { after = try readCursor(cursorPath) }
         let nl: [UInt8] = [0x0A]
         if let after {
@@ -215,5 +215,21 @@ public enum MergeRecordsCommand {
             try ctx.out.writeLine(.object([("file", .string(f)), ("sha256", .string(hash)), ("size", .int(size))]))
         }
         return .success
+    }
+}
+
+extension MergeRecordsCommand {
+    /// This tool's options, one case each (see `OptionName`).
+    public enum Option: String, OptionName {
+        case addPhoto = "add-photo"
+        case cursor
+        case db
+        case explain
+        case explainFile = "explain-file"
+        case export
+        case now
+        case quiet
+        case since
+        case stamp
     }
 }

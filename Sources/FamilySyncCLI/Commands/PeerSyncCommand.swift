@@ -176,12 +176,12 @@ public enum PeerSyncCommand {
     static func options(_ ctx: ToolContext) throws -> SyncOptions {
         var faults: SyncFaults = []
         if ctx.args.flag(faultSkipPhotoReplies.long) { faults.insert(.skipPhotoReplies) }
-        return SyncOptions(waveTimeout: try ctx.args.timeSpan("wave-timeout", default: SyncLimits.defaultWaveTimeout), faults: faults)
+        return SyncOptions(waveTimeout: try ctx.args.timeSpan(Option.waveTimeout, default: SyncLimits.defaultWaveTimeout), faults: faults)
     }
 
     /// `--wait`: a duration, 0 included (one try, no retry).
     static func waitSpan(_ ctx: ToolContext) throws -> TimeSpan {
-        guard let v = ctx.args.value("wait") else { return SyncLimits.defaultBusyWait }
+        guard let v = ctx.args.value(Option.wait) else { return SyncLimits.defaultBusyWait }
         if v == "0" { return TimeSpan(milliseconds: 0) }
         guard let t = TimeSpan(parsing: v), t.milliseconds >= 0 else {
             throw ToolError.usage("--wait: '\(v)' is not a duration (like 0s, 30s, 10m)")
@@ -206,7 +206,7 @@ public enum PeerSyncCommand {
 
     /// Events to --events as NDJSON, progress to a terminal, warnings to stderr.
     static func observer(_ ctx: ToolContext) throws -> (SyncObserver, EventLog?) {
-        let log = try ctx.args.value("events").map { try EventLog(path: $0) }
+        let log = try ctx.args.value(Option.events).map { try EventLog(path: $0) }
         let obs: SyncObserver = { e in
             log?.write(e.json(time: Timestamp.current()))
             switch e.name {
@@ -221,7 +221,7 @@ public enum PeerSyncCommand {
             case "proof" where e.fields.first(where: { $0.0 == "state" })?.1.stringValue == "rejected":
                 func field(_ k: String) -> String { e.fields.first { $0.0 == k }?.1.stringValue ?? "" }
                 ctx.endProgress()
-                let hint = field("reason") == "untrusted-chain" && ctx.args.values("root").isEmpty
+                let hint = field("reason") == "untrusted-chain" && ctx.args.values(Option.root).isEmpty
                     ? "; if it is signed by another root, give --root CERT once (with join or jws-verify --save) and the store keeps it" : ""
                 ctx.warn("the peer's proof was rejected (\(field("reason")): \(field("detail"))); this device's entitlement is unchanged\(hint)")
             case "warning":
@@ -267,13 +267,13 @@ public enum PeerSyncCommand {
     // MARK: serve
 
     static func runServe(_ ctx: ToolContext) throws -> ExitStatus {
-        let listen = try address(ctx.args.value("listen") ?? "0.0.0.0:\(SyncLimits.defaultPort)", option: "--listen", portZero: true)
+        let listen = try address(ctx.args.value(Option.listen) ?? "0.0.0.0:\(SyncLimits.defaultPort)", option: "--listen", portZero: true)
         let opts = try options(ctx)
         let store = try ctx.store()
         let (obs, _) = try observer(ctx)
         installStopHandlers()
         let server = try SyncServer(store: store, options: opts, now: ctx.now, observer: obs, verifier: try verifier(ctx))
-        let status = try server.run(listen: listen, once: ctx.args.flag("once")) { result in
+        let status = try server.run(listen: listen, once: ctx.args.flag(Option.once)) { result in
             ctx.endProgress()
             switch result {
             case let .success(summary):
@@ -302,7 +302,7 @@ public enum PeerSyncCommand {
             throw ToolError(.noPermission, "offer expired at \(offer.expiresAt.rfc3339); ask the owner for a new one")
         }
         let target: HostPort
-        if let c = ctx.args.value("connect") {
+        if let c = ctx.args.value(Option.connect) {
             target = try address(c, option: "--connect")
         } else if let a = offer.address, let hp = HostPort(parsing: a) {
             target = hp
@@ -427,5 +427,22 @@ final class EventLog {
         line += "\n"
         // A log that cannot be written must not stop a sync: the event is dropped.
         _ = line.withUTF8 { FileIO.writeAll(fd, UnsafeRawBufferPointer($0)) }
+    }
+}
+
+extension PeerSyncCommand {
+    /// This tool's options, one case each (see `OptionName`).
+    public enum Option: String, OptionName {
+        case connect
+        case db
+        case events
+        case faultInjectSkipPhotoReplies = "fault-inject-skip-photo-replies"
+        case listen
+        case now
+        case once
+        case quiet
+        case root
+        case wait
+        case waveTimeout = "wave-timeout"
     }
 }

@@ -62,15 +62,28 @@ public enum TombstoneGCCommand {
     )
 
     public static func run(_ ctx: ToolContext) throws -> ExitStatus {
-        let horizon = try ctx.args.timeSpan("older-than", default: Store.tombstoneHorizon)
-        let grace = try ctx.args.timeSpan("photo-grace", default: Store.photoGracePeriod)
-        let verbose = ctx.args.flag("verbose")
+        let horizon = try ctx.args.timeSpan(Option.olderThan, default: Store.tombstoneHorizon)
+        let grace = try ctx.args.timeSpan(Option.photoGrace, default: Store.photoGracePeriod)
+        let verbose = ctx.args.flag(Option.verbose)
         if let extra = ctx.args.positionals.first { throw ToolError.usage("unexpected argument '\(extra)'") }
         let store = try ctx.store(create: false)
         let report = try store.collectGarbage(now: ctx.now, horizon: horizon, photoGrace: grace,
-                                              dryRun: ctx.args.flag("dry-run"),
+                                              dryRun: ctx.args.flag(Option.dryRun),
                                               log: verbose ? { ctx.warn($0) } : nil)
         try ctx.out.writeLine(report.json)
         return .success
+    }
+}
+
+extension TombstoneGCCommand {
+    /// This tool's options, one case each (see `OptionName`).
+    public enum Option: String, OptionName {
+        case db
+        case dryRun = "dry-run"
+        case now
+        case olderThan = "older-than"
+        case photoGrace = "photo-grace"
+        case quiet
+        case verbose
     }
 }

@@ -1,0 +1,40 @@
+import FamilySync
+
+/// The options of one tool, each named once as a case whose raw value is the
+/// long option. Commands read their options only through these cases, so a
+/// misspelt option does not compile; `OptionNameTests` holds every tool's
+/// cases to its declaration (each declared option has a case, each case is
+/// declared), and a lookup of an option the running (sub)command does not
+/// declare, or of a flag as a value, stops with a precondition failure.
+public protocol OptionName: RawRepresentable, CaseIterable, Sendable where RawValue == String {}
+
+/// Options the shared command-line code reads for every tool.
+public enum SharedOption: String, OptionName {
+    case db, now, quiet, root, help, version
+    case generateManpage = "generate-manpage"
+    case generateCompletion = "generate-completion"
+}
+
+extension ParsedArguments {
+    /// The declaration of `o` for the running command (nil: a shared option it does not declare).
+    private func declared<O: OptionName>(_ o: O, flag: Bool) -> OptionSpec? {
+        let d = spec.option(named: o.rawValue)
+        precondition(d != nil || O.self == SharedOption.self, "--\(o.rawValue) is not an option of \(commandPath.joined(separator: " "))")
+        if let d { precondition((d.kind == .flag) == flag, "--\(o.rawValue) is \(flag ? "not a flag" : "a flag")") }
+        return d
+    }
+
+    public func flag<O: OptionName>(_ o: O) -> Bool { _ = declared(o, flag: true); return flag(o.rawValue) }
+    /// The option's value (the last one given).
+    public func value<O: OptionName>(_ o: O) -> String? { _ = declared(o, flag: false); return value(o.rawValue) }
+    public func values<O: OptionName>(_ o: O) -> [String] { _ = declared(o, flag: false); return values(o.rawValue) }
+    /// Given at all (a flag, or an option with any value).
+    public func isSet<O: OptionName>(_ o: O) -> Bool { _ = spec.option(named: o.rawValue).map { _ in true }; return isSet(o.rawValue) }
+    public func timestamp<O: OptionName>(_ o: O) throws -> Timestamp? { _ = declared(o, flag: false); return try timestamp(o.rawValue) }
+    public func timeSpan<O: OptionName>(_ o: O, default d: TimeSpan) throws -> TimeSpan { _ = declared(o, flag: false); return try timeSpan(o.rawValue, default: d) }
+    public func int<O: OptionName>(_ o: O, default d: Int, range: ClosedRange<Int>) throws -> Int {
+        _ = declared(o, flag: false)
+        return try int(o.rawValue, default: d, range: range)
+    }
+    public func choice<O: OptionName>(_ o: O, default d: String) throws -> String { _ = declared(o, flag: false); return try choice(o.rawValue, default: d) }
+}
