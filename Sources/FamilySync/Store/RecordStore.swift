@@ -14,6 +14,9 @@ public struct ApplySummary: Sendable, Equatable {
     public var unchanged = 0
     /// Incoming versions whose future `modifiedAt` was clamped.
     public var clamped = 0
+    /// Incoming versions not taken: ids this store does not hold, from before
+    /// its purge floor, so purged here (Acknowledgements.swift).
+    public var purged = 0
     /// Live versions that replaced a tombstone.
     public var resurrected = 0
     /// Tombstones that replaced a live version.
@@ -59,9 +62,11 @@ extension Store {
     }
 
     /// The same, for a caller that already holds the write transaction.
-    public func applyRemoteInTransaction(_ records: [Record], now: Timestamp,
+    /// `purgeFloor`: an id this store does not hold, in a version from at or
+    /// before it, is not taken (it was purged here; peer-sync passes the floor).
+    public func applyRemoteInTransaction(_ records: [Record], now: Timestamp, purgeFloor: Timestamp? = nil,
                                          explain: ((String, LWW.Rule, Bool) -> Void)? = nil) throws -> ApplySummary {
-        try applyRecords(records, stamping: false, now: now, explain: explain)
+        try applyRecords(records, stamping: false, now: now, purgeFloor: purgeFloor, explain: explain)
     }
 
     /// Applies edits made on this device: each gets `deviceId` = this device
@@ -69,12 +74,13 @@ extension Store {
     /// later, so an edit always supersedes the version it edits — then goes
     /// through the same LWW rule. One transaction.
     public func applyLocalEdits(_ records: [Record], now: Timestamp) throws -> ApplySummary {
-        try write { try applyRecords(records, stamping: true, now: now, explain: nil) }
+        try write { try applyRecords(records, stamping: true, now: now, purgeFloor: nil, explain: nil) }
     }
 
-    private func applyRecords(_ records: [Record], stamping: Bool, now: Timestamp,
+    private func applyRecords(_ records: [Record], stamping: Bool, now: Timestamp, purgeFloor: Timestamp?,
                               explain: ((String, LWW.Rule, Bool) -> Void)?) throws -> ApplySummary {
         let applier = try RecordApplier(store: self, now: now, stamping: stamping)
+        applier.purgeFloor = purgeFloor?.milliseconds
         for r in records {
             var line = r.line
             try line.withUTF8 { buf in
@@ -236,6 +242,8 @@ final class RecordApplier {
     let clampLimit: Int64
     /// This device's id, when applying local edits.
     let me: [UInt8]?
+    /// Versions of ids not held, from at or before this time, are not taken.
+    var purgeFloor: Int64?
     var seq: Int64
     var summary = ApplySummary()
     private var scratch: [UInt8] = []
@@ -292,6 +300,17 @@ final class RecordApplier {
             summary.clamped += 1
         }
         try withSpan(base, r.id, idDecoded) { idp, idn in
+            // 0. Purged here: an old version of an id this store no longer holds.
+            if let floor = purgeFloor, time <= floor {
+                try bindText(select, 1, idp, idn)
+                let rc = sqlite3_step(select.stmt)
+                sqlite3_reset(select.stmt)
+                if rc == SQLITE_DONE {
+                    summary.purged += 1
+                    return
+                }
+                if rc != SQLITE_ROW { try db.check(rc, "looking up a record") }
+            }
             // 1. A new id: insert, done.
             prepareLine(base, r, time: time)
             var rid: Int64 = 0

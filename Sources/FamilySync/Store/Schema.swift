@@ -96,6 +96,17 @@ enum Schema {
         );
         CREATE INDEX proofs_by_signed ON proofs (signed_at);
         """,
+        // Version 2: the owner's acknowledgement points (Acknowledgements.swift):
+        // after the session that ended at the owner's change number own_seq, the
+        // owner held every change of `device` up to that device's peer_seq.
+        """
+        CREATE TABLE ack_points (
+            device TEXT NOT NULL,
+            peer_seq INTEGER NOT NULL,
+            own_seq INTEGER NOT NULL,
+            PRIMARY KEY (device, peer_seq)
+        ) WITHOUT ROWID;
+        """,
     ]
 
     static var currentVersion: Int32 { Int32(migrations.count) }

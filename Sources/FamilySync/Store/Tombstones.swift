@@ -7,11 +7,15 @@ import Foundation
 ///
 /// A tombstone T (a `records` row with `deleted = 1`) is purged when both hold:
 /// - its `modifiedAt` (the delete time) is earlier than now − horizon, and
-/// - every device in `devices` other than this one, and not revoked, has
-///   `sent_seq >= T.seq`: it acknowledged, in a completed sync, this store's
-///   changes up to and including T. A device that never synced has
-///   `sent_seq = 0` and holds every tombstone back. A store that knows no
-///   other device purges on age alone.
+/// - `T.seq` is at or below `acknowledgedSeq()`: every current device has
+///   heard of it. On the owner (or a store in no family) that is every
+///   device in `devices` other than this one, and not revoked, having
+///   `sent_seq >= T.seq`; a device that never synced has `sent_seq = 0` and
+///   holds every tombstone back. A member purges by what the owner says all
+///   current devices acknowledged. A store that knows no other device purges
+///   on age alone.
+/// Each purge raises the store's purge floor (Acknowledgements.swift) to the
+/// latest delete time purged, in the same transaction.
 public struct GarbageReport: Sendable {
     public var purged = 0
     public var keptYoung = 0
@@ -65,32 +69,19 @@ extension Store {
     /// Photos deleted per transaction: their bytes are large, so batches stay small.
     public static let gcPhotoBatch = 32
 
-    /// The lowest `sent_seq` among the other, non-revoked devices this store
-    /// knows: every tombstone with `seq` at or below it has reached them all.
-    /// Nil when no other device is known (age alone decides).
+    /// The change number up to which every tombstone has reached every
+    /// current device, or nil when age alone decides (no other device known).
+    /// The owner, or a store outside any family, knows it first-hand: the
+    /// lowest `sent_seq` among the other non-revoked devices. A member learns
+    /// it from the owner (FAMILY `acked`, Acknowledgements.swift), since it
+    /// never hears from the members it does not sync with; until then it
+    /// purges nothing.
     public func acknowledgedSeq() throws -> Int64? {
-        try db.scalarInt("""
+        if try family()?.role == .member { return try acknowledgedByFamily }
+        return try db.scalarInt("""
             SELECT min(sent_seq) FROM devices WHERE revoked_at IS NULL AND device_id != (SELECT value FROM meta WHERE key = 'device_id')
             HAVING count(*) > 0
             """)
-    }
-
-    /// When this store last completed a sync (a done handshake) with any
-    /// other device, or nil if never.
-    public func lastCompletedSync() throws -> Timestamp? {
-        try db.scalarInt("""
-            SELECT max(last_synced_at) FROM devices WHERE device_id != (SELECT value FROM meta WHERE key = 'device_id')
-              AND last_synced_at IS NOT NULL HAVING count(*) > 0
-            """).map(Timestamp.init(milliseconds:))
-    }
-
-    /// True when this device must pull before it may push: its last completed
-    /// sync is older than `horizon` (or it never completed one), so peers may
-    /// have purged tombstones it never heard of, and pushing its old live
-    /// versions first would resurrect what was deleted elsewhere.
-    public func mustPullBeforePush(now: Timestamp, horizon: TimeSpan = Store.tombstoneHorizon) throws -> Bool {
-        guard let last = try lastCompletedSync() else { return true }
-        return last < now.subtracting(horizon)
     }
 
     /// Runs garbage collection (see `GarbageReport` for the rule). Deletes go
@@ -136,6 +127,7 @@ extension Store {
             let maxRid = try db.scalarInt("SELECT max(rid) FROM records") ?? 0
             let purge = try db.prepare("""
                 DELETE FROM records WHERE rid > ?1 AND rid <= ?2 AND +deleted = 1 AND +modified_at < ?3 AND +seq <= ?4
+                RETURNING modified_at
                 """)
             while lo < maxRid {
                 let hi = min(lo + span, maxRid)
@@ -144,8 +136,14 @@ extension Store {
                     let ack = try acknowledgedSeq() ?? none
                     try purge.bind([.int(lo), .int(hi), .int(cutoff), .int(ack)])
                     defer { purge.reset() }
-                    while try purge.step() {}
-                    return db.changes
+                    var n = 0
+                    var latest = Int64.min
+                    while try purge.step() {
+                        n += 1
+                        latest = max(latest, purge.int64(0))
+                    }
+                    if n > 0 { try raisePurgeFloor(to: Timestamp(milliseconds: latest)) }
+                    return n
                 }
                 report.purged += n
                 log?("purged \(n) tombstones among rows \(lo + 1)-\(hi) in \(String(format: "%.1f", seconds * 1000)) ms")
@@ -167,10 +165,27 @@ extension Store {
         report.keptUnacknowledged = dryRun ? oldTotal - report.purged : oldTotal
         if report.keptUnacknowledged > 0 && ack != none {
             let me = try deviceID
-            for d in try devices() where d.deviceID != me && d.revokedAt == nil {
-                let held = Int(try db.scalarInt("SELECT count(*) FROM records WHERE deleted = 1 AND modified_at < ? AND seq > ?",
-                                                [.int(cutoff), .int(d.sentSeq)]) ?? 0)
-                if held > 0 { report.heldBackBy.append((d, held)) }
+            func held(after seq: Int64) throws -> Int {
+                Int(try db.scalarInt("SELECT count(*) FROM records WHERE deleted = 1 AND modified_at < ? AND seq > ?", [.int(cutoff), .int(seq)]) ?? 0)
+            }
+            if let fam = try family(), fam.role == .member {
+                // The owner holds back what it has not received yet; the devices
+                // it named as not having heard this one's changes hold back the rest.
+                if let owner = try device(fam.ownerDevice), owner.revokedAt == nil {
+                    let n = try held(after: owner.sentSeq)
+                    if n > 0 { report.heldBackBy.append((owner, n)) }
+                }
+                let n = try held(after: ack)
+                for w in try familyWaitingFor() where n > 0 && w.device != fam.ownerDevice {
+                    guard var d = try device(w.device), d.revokedAt == nil else { continue }
+                    d.lastSyncedAt = w.lastSynced
+                    report.heldBackBy.append((d, n))
+                }
+            } else {
+                for d in try devices() where d.deviceID != me && d.revokedAt == nil {
+                    let n = try held(after: d.sentSeq)
+                    if n > 0 { report.heldBackBy.append((d, n)) }
+                }
             }
         }
         if dryRun {

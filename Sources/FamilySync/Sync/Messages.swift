@@ -1,9 +1,12 @@
-/// The JSON control messages of protocol version 1, each parsed strictly:
+/// The JSON control messages of protocol version 2, each parsed strictly:
 /// a missing or mistyped field is a protocol error naming the frame and field.
 /// Unknown fields are ignored, so a later minor revision may add some.
 public enum SyncProtocol {
     /// The protocol version this build speaks (HELLO and JOIN `protocol`).
-    public static let version = 1
+    /// Version 2 (docs/protocol.md §13): the owner alone decides the roster
+    /// and signs it, the owner passes on what every device acknowledged, and
+    /// a purge floor stops purged records coming back.
+    public static let version = 2
 }
 
 /// Typed access to a control frame's fields.
@@ -48,7 +51,8 @@ struct FieldReader {
     func protocolVersion(who: String) throws(ProtocolError) -> Int64 {
         let version = try int("protocol", min: 1, max: 1 << 20)
         guard version == Int64(SyncProtocol.version) else {
-            throw ProtocolError("\(who) speaks protocol version \(version); this device speaks \(SyncProtocol.version)")
+            let older = version < Int64(SyncProtocol.version) ? "the \(who)" : "this device"
+            throw ProtocolError("the \(who) speaks family-sync protocol version \(version), this device version \(SyncProtocol.version); update family-sync on \(older)")
         }
         return version
     }
@@ -97,15 +101,21 @@ struct HelloMessage: Equatable {
     var epoch: Int64
     /// How far of the receiver's changes the sender already holds: send only later ones.
     var after: Int64
+    /// How far of the sender's changes the sender believes the receiver holds
+    /// (what the receiver's DONE `upTo` said last time). Together with
+    /// `after` it shows whether both stores remember the same last session.
+    var sent: Int64
     var software: String
 
     var json: JSONValue {
         .object([("protocol", .int(version)), ("device", .string(device)), ("family", .string(family)), ("role", .string(role.rawValue)),
-                 ("clock", .string(clock.rfc3339)), ("epoch", .int(epoch)), ("after", .int(after)), ("software", .string(software))])
+                 ("clock", .string(clock.rfc3339)), ("epoch", .int(epoch)), ("after", .int(after)), ("sent", .int(sent)),
+                 ("software", .string(software))])
     }
 
     init(version: Int64 = Int64(SyncProtocol.version), device: String, family: String, role: FamilyInfo.Role, clock: Timestamp,
-         epoch: Int64, after: Int64, software: String = FamilySyncInfo.version) {
+         epoch: Int64, after: Int64, sent: Int64 = 0, software: String = FamilySyncInfo.version) {
+        self.sent = sent
         self.version = version
         self.device = device
         self.family = family
@@ -125,6 +135,7 @@ struct HelloMessage: Equatable {
         clock = try r.time("clock")
         epoch = try r.int("epoch")
         after = try r.int("after")
+        sent = try r.int("sent")
         software = try r.optionalString("software", maxBytes: 64) ?? ""
     }
 }
@@ -157,6 +168,17 @@ struct FamilyMessage {
     /// The sender's proof policy (bundle ID, products, sandbox); members adopt the owner's.
     var policy: ProofPolicy?
     var familyKey: [UInt8]?
+    /// The newest signed roster the sender holds (the owner's decision; OwnerAuthority.swift).
+    var roster: SignedRoster?
+    /// Owner only: the public key its roster statements verify under.
+    var rosterKey: [UInt8]?
+    /// Owner only: the receiver's change number up to which everything it
+    /// had has reached every current device (Acknowledgements.swift).
+    var acked: Int64?
+    /// Owner only: the current devices that have not yet heard the receiver's latest changes.
+    var waitingFor: [(device: String, lastSynced: Timestamp?)] = []
+    /// Owner only: the latest delete time among the tombstones it purged.
+    var purgeFloor: Timestamp?
 
     /// The most product IDs a policy may list.
     static let maxPolicyProducts = 64
@@ -166,6 +188,13 @@ struct FamilyMessage {
                                             ("devices", .array(devices.map(\.json))), ("proof", .optional(proof)),
                                             ("policy", policy?.syncJSON ?? .null)]
         if let k = familyKey { pairs.append(("familyKey", .string(Hex.encode(k)))) }
+        pairs.append(("roster", roster?.json ?? .null))
+        if let k = rosterKey { pairs.append(("rosterKey", .string(Hex.encode(k)))) }
+        if let a = acked {
+            pairs.append(("acked", .int(a)))
+            pairs.append(("waitingFor", .array(waitingFor.map { .object([("device", .string($0.device)), ("lastSynced", .optional($0.lastSynced?.rfc3339))]) })))
+        }
+        pairs.append(("purgeFloor", .optional(purgeFloor?.rfc3339)))
         return .object(pairs)
     }
 
@@ -188,7 +217,7 @@ struct FamilyMessage {
         for (i, v) in try r.array("devices", maxCount: FamilyMessage.maxRosterEntries).enumerated() {
             guard v.objectValue != nil else { throw ProtocolError("FAMILY field 'devices[\(i)]': not an object") }
             let e = FieldReader(name: "FAMILY.devices[\(i)]", value: v)
-            list.append(RosterEntry(device: try e.uuid("device"), role: try e.role("role"), joinedAt: try e.time("joinedAt"), revokedAt: try e.optionalTime("revokedAt")))
+            list.append(try RosterEntry(e))
         }
         devices = list
         proof = try r.optionalString("proof", maxBytes: EntitlementExchange.maxProofBytes)
@@ -210,6 +239,20 @@ struct FamilyMessage {
             policy = nil
         }
         familyKey = try r.optionalHexKey("familyKey")
+        if let v = r.value["roster"], !v.isNull {
+            guard v.objectValue != nil else { throw ProtocolError("FAMILY field 'roster': not an object") }
+            roster = try SignedRoster(FieldReader(name: "FAMILY.roster", value: v))
+        }
+        rosterKey = try r.optionalHexKey("rosterKey")
+        if let v = r.value["acked"], !v.isNull {
+            acked = try r.int("acked")
+            for (i, item) in try r.array("waitingFor", maxCount: FamilyMessage.maxRosterEntries).enumerated() {
+                guard item.objectValue != nil else { throw ProtocolError("FAMILY field 'waitingFor[\(i)]': not an object") }
+                let w = FieldReader(name: "FAMILY.waitingFor[\(i)]", value: item)
+                waitingFor.append((try w.uuid("device"), try w.optionalTime("lastSynced")))
+            }
+        }
+        purgeFloor = try r.optionalTime("purgeFloor")
     }
 }
 
@@ -239,15 +282,20 @@ struct RefusalMessage {
     var reason: RefusalReason
     var message: String
     var device: String?
+    /// On `revoked` from the owner: when the owner revoked the device.
+    var revokedAt: Timestamp?
 
     var json: JSONValue {
-        .object([("reason", .string(reason.rawValue)), ("message", .string(message)), ("device", .optional(device))])
+        var pairs: [(String, JSONValue)] = [("reason", .string(reason.rawValue)), ("message", .string(message)), ("device", .optional(device))]
+        if let t = revokedAt { pairs.append(("revokedAt", .string(t.rfc3339))) }
+        return .object(pairs)
     }
 
-    init(reason: RefusalReason, message: String, device: String? = nil) {
+    init(reason: RefusalReason, message: String, device: String? = nil, revokedAt: Timestamp? = nil) {
         self.reason = reason
         self.message = message
         self.device = device
+        self.revokedAt = revokedAt
     }
 
     init(_ f: Frame) throws(ProtocolError) {
@@ -258,6 +306,7 @@ struct RefusalMessage {
         message = String((try r.optionalString("message", maxBytes: 1024) ?? "").unicodeScalars.filter { $0.value >= 0x20 && $0.value != 0x7F }.map(Character.init))
         device = try r.optionalString("device")
         if let d = device, !PairingOffer.isUUID(d) { throw ProtocolError("REFUSED field 'device': not an upper-case UUID") }
+        revokedAt = try r.optionalTime("revokedAt")
     }
 }
 
@@ -271,8 +320,8 @@ struct JoinMessage {
         .object([("protocol", .int(version)), ("device", .string(device)), ("clock", .string(clock.rfc3339)), ("software", .string(FamilySyncInfo.version))])
     }
 
-    init(device: String, clock: Timestamp) {
-        version = Int64(SyncProtocol.version)
+    init(device: String, clock: Timestamp, version: Int64 = Int64(SyncProtocol.version)) {
+        self.version = version
         self.device = device
         self.clock = clock
     }

@@ -6,7 +6,8 @@ import Foundation
 /// a "family full" and can be used once a place is free.
 enum PairingAdmission {
     enum Result {
-        case admitted(member: String, welcome: WelcomeMessage)
+        /// `readmitted`: the device was in the family before (revoked, now invited again).
+        case admitted(member: String, welcome: WelcomeMessage, readmitted: Bool)
         case refused(RefusalMessage)
     }
 
@@ -45,11 +46,13 @@ enum PairingAdmission {
             if existing != nil {
                 // A revoked device the owner invites again starts over with a new key.
                 try store.forgetDeviceInTransaction(join.device)
+                try store.forgetAcknowledgementPoints(member: join.device)
             }
             let key = try store.admitDeviceInTransaction(join.device, now: now)
             guard let fk = try store.familySecret() else { throw ToolError(.dataError, "store has a family but no family key") }
             return .admitted(member: join.device,
-                             welcome: WelcomeMessage(family: family.id, owner: me, epoch: try store.familyEpoch, familyKey: fk, deviceKey: key))
+                             welcome: WelcomeMessage(family: family.id, owner: me, epoch: try store.familyEpoch, familyKey: fk, deviceKey: key),
+                             readmitted: existing != nil)
         }
     }
 }

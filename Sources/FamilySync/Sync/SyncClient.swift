@@ -23,6 +23,9 @@ public final class SyncClient {
 
     private func emit(_ name: String, _ fields: [(String, JSONValue)] = []) { observer?(SyncEvent(name, fields)) }
 
+    /// How a revoked device's store comes back, in every message that tells it it is revoked.
+    static let rejoinAdvice = "to rejoin, the owner makes a new offer (pair-qr) and this store redeems it with 'peer-sync join' (a new admission; its records merge by last-writer-wins)"
+
     static func noPeer(_ address: HostPort) -> ToolError {
         ToolError(.unavailable, "no peer at \(address) (is 'peer-sync serve' running?)")
     }
@@ -32,7 +35,7 @@ public final class SyncClient {
             throw ToolError(.noInput, "this store belongs to no family yet: redeem an offer with 'peer-sync join' (or make one with 'pair-qr' on the owner's device)")
         }
         if let t = try store.device(try store.deviceID)?.revokedAt {
-            throw ToolError(.noPermission, "this device was revoked from family \(fam.id) at \(t.rfc3339); it syncs no more (ask the owner for a new offer)")
+            throw ToolError(.noPermission, "this device was revoked from family \(fam.id) at \(t.rfc3339); it syncs no more: \(SyncClient.rejoinAdvice)")
         }
         return fam
     }
@@ -92,9 +95,11 @@ public final class SyncClient {
     private func handleAuthenticatedRefusal(_ r: RefusalMessage, from peer: String, family: FamilyInfo, address: HostPort) throws -> Never {
         emit("refused", [("address", .string(address.description)), ("reason", .string(r.reason.rawValue)), ("message", .string(r.message))])
         if r.reason == .revoked, peer == family.ownerDevice {
-            try EntitlementExchange.dropToFree(store, now: clock.now())
-            emit("revoked", [("device", .string(try store.deviceID))])
-            throw ToolError(.noPermission, "refused by \(address): \(r.message) (revoked); this device drops to free")
+            // The owner's time, so every store holds one revocation time.
+            let at = r.revokedAt ?? clock.now()
+            try EntitlementExchange.dropToFree(store, now: at)
+            emit("revoked", [("device", .string(try store.deviceID)), ("revokedAt", .string(at.rfc3339))])
+            throw ToolError(.noPermission, "refused by \(address): \(r.message) (revoked); this device drops to free; \(SyncClient.rejoinAdvice)")
         }
         throw ToolError(.noPermission, "refused by \(address): \(r.message) (\(r.reason.rawValue))")
     }
@@ -219,11 +224,16 @@ public final class SyncClient {
     /// first sync on the same connection. Any refusal leaves the store as it was.
     public func join(offer: PairingOffer, at address: HostPort, wait: TimeSpan) throws -> SyncSummary {
         let me = try store.deviceID
+        // A store revoked from this family may join it again with a new offer.
+        var rejoining = false
         if let fam = try store.family() {
-            if fam.id == offer.family {
+            guard fam.id == offer.family else {
+                throw ToolError(.dataError, "this store belongs to family \(fam.id); a store joins one family only")
+            }
+            guard fam.role == .member, try store.isSelfRevoked else {
                 throw ToolError(.usage, "this store is already in family \(fam.id); sync with 'peer-sync connect'")
             }
-            throw ToolError(.dataError, "this store belongs to family \(fam.id); a store joins one family only")
+            rejoining = true
         }
         let identity = SessionIdentity.pair(family: offer.family, tag: try SessionKeys.offerTag(nonce: offer.nonce, family: offer.family))
         let key = try SessionKeys.pairingPSK(nonce: offer.nonce, family: offer.family)
@@ -248,7 +258,7 @@ public final class SyncClient {
                     throw ToolError(.noPermission, "refused by \(address): \(r.message) (\(r.reason.rawValue)); nothing was stored")
                 }
             }
-            channel.send(.join, json: JoinMessage(device: me, clock: clock.now()).json)
+            channel.send(.join, json: JoinMessage(device: me, clock: clock.now(), version: options.faults.contains(.speakVersion1) ? 1 : Int64(SyncProtocol.version)).json)
             let welcome: WelcomeMessage
             do {
                 var reply: Frame?
@@ -282,6 +292,7 @@ public final class SyncClient {
             }
             let now = clock.now()
             try store.write {
+                if rejoining { try store.prepareRejoin() }
                 try store.joinFamily(id: welcome.family, ownerDevice: welcome.owner, secret: welcome.familyKey, now: now)
                 try store.setFamilyKey(welcome.familyKey, epoch: welcome.epoch)
                 try store.setOwnDeviceKey(welcome.deviceKey)
@@ -289,7 +300,8 @@ public final class SyncClient {
             emit("joined", [("family", .string(welcome.family)), ("owner", .string(welcome.owner)), ("device", .string(me))])
             let fam = try store.family()!
             let session = SyncSession(store: store, family: fam, me: me,
-                                      peer: SessionPeer(device: welcome.owner, address: address.description, side: .client, joined: true),
+                                      peer: SessionPeer(device: welcome.owner, address: address.description, side: .client, joined: true,
+                                                        newToFamily: !rejoining),
                                       channel: channel, options: options, clock: clock, observer: observer, verifier: verifier)
             do {
                 return try session.run()

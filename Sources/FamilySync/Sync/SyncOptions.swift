@@ -8,6 +8,9 @@ public struct SyncFaults: OptionSet, Sendable {
     /// Drop photo requests without a reply, as old peers did for photos they
     /// could not provide: the requester's per-wave silence timeout must end the wait.
     public static let skipPhotoReplies = SyncFaults(rawValue: 1)
+    /// Say protocol version 1 in HELLO and JOIN, as a device with an older
+    /// family-sync does: the peer must refuse, naming both versions.
+    public static let speakVersion1 = SyncFaults(rawValue: 2)
 }
 
 /// How one session behaves.

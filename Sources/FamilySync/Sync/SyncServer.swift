@@ -143,15 +143,15 @@ public final class SyncServer {
                                       channel: channel, options: options, clock: clock, observer: observer, verifier: verifier)
             return .session(runSession(session))
         case let .pair(nonce, _):
-            let admission: (member: String, welcome: WelcomeMessage)
+            let admission: (member: String, welcome: WelcomeMessage, readmitted: Bool)
             do {
                 switch try PairingAdmission.admit(store: store, family: fam, nonce: nonce, channel: channel, clock: clock) {
                 case let .refused(r):
                     sendNotice(.refused, r.json, on: channel)
                     emit("refused", [("from", .string(from)), ("reason", .string(r.reason.rawValue)), ("message", .string(r.message)), ("authenticated", .bool(true))])
                     return .notice
-                case let .admitted(member, welcome):
-                    admission = (member, welcome)
+                case let .admitted(member, welcome, readmitted):
+                    admission = (member, welcome, readmitted)
                 }
             } catch let e as ProtocolError {
                 sendNotice(.error, .object([("message", .string(e.message))]), on: channel)
@@ -162,7 +162,8 @@ public final class SyncServer {
             channel.send(.welcome, json: admission.welcome.json)
             emit("joined", [("from", .string(from)), ("device", .string(admission.member))])
             let session = SyncSession(store: store, family: try store.family()!, me: me,
-                                      peer: SessionPeer(device: admission.member, address: nil, side: .server, joined: true),
+                                      peer: SessionPeer(device: admission.member, address: nil, side: .server, joined: true,
+                                                        newToFamily: !admission.readmitted),
                                       channel: channel, options: options, clock: clock, observer: observer, verifier: verifier)
             return .session(runSession(session))
         }
@@ -227,7 +228,8 @@ public final class SyncServer {
                 }
                 let psk = try SessionKeys.devicePSK(deviceKey: key, family: f, client: client, server: me)
                 if let t = dev.revokedAt {
-                    return .refuseAuthenticated(key: psk, RefusalMessage(reason: .revoked, message: "device \(client) was revoked by the family's owner at \(t.rfc3339)"))
+                    return .refuseAuthenticated(key: psk, RefusalMessage(reason: .revoked, message: "device \(client) was revoked by the family's owner at \(t.rfc3339)",
+                                                                         revokedAt: t))
                 }
                 return .sync(peer: client, key: psk)
             }
@@ -237,6 +239,8 @@ public final class SyncServer {
                 }
                 return .sync(peer: client, key: try SessionKeys.devicePSK(deviceKey: key, family: f, client: client, server: me))
             }
+            // A client this member does not know yet holds the family key, so it is a
+            // member; its FAMILY brings the owner's newer signed roster listing it.
             if let t = try store.device(client)?.revokedAt {
                 return .refuse(RefusalMessage(reason: .revoked, message: "device \(client) was revoked by the family's owner at \(t.rfc3339)"))
             }

@@ -14,6 +14,10 @@ struct SessionPeer {
     var address: String?
     var side: SyncSummary.Side
     var joined: Bool
+    /// A pairing join of a store that was never in this family: none of its
+    /// records can have been purged by the family, so the purge floor does
+    /// not apply to them (a revoked device joining again is not new).
+    var newToFamily = false
 }
 
 /// Where a session is, as the `phase` and `progress` events name it.
@@ -47,14 +51,23 @@ final class SyncSession {
     private var summary: SyncSummary
     private let started: Deadline
 
-    // Records out: (sendAfter, snapshot] of our change numbers.
+    // Records out: (sendAfter, snapshot] of our change numbers; sentFrom is where they began.
     private var sendAfter: Int64 = 0
+    private var sentFrom: Int64 = 0
     private var snapshot: Int64 = 0
     private var recordsOutDone = false
     // Records in.
     private var peerRecordsEnded = false
     /// Change numbers our store used for the peer's records this session.
     private var seqsUsedForPeer: Int64 = 0
+    /// A member with the owner: the ids the owner sent, and the owner's purge
+    /// floor, for dropping what the owner purged (when it sent everything).
+    private var idsFromOwner = Set<String>()
+    private var ownerPurgeFloor: Timestamp?
+    /// The owner with a member: incoming records it does not hold that are
+    /// older than this were purged here, and are not taken back.
+    private var incomingFloor: Timestamp?
+    private var isMemberWithOwner: Bool { family.role == .member && peer.device == family.ownerDevice }
 
     private let waves: PhotoWaves
     private let responder: PhotoResponder
@@ -137,8 +150,9 @@ final class SyncSession {
 
     private func exchangeHellos() throws {
         snapshot = try store.currentChangeSeq
-        let hello = HelloMessage(device: me, family: family.id, role: family.role, clock: clock.now(),
-                                 epoch: try store.familyEpoch, after: try store.receivedCursor(from: peer.device))
+        let (myRecv, mySent) = (try store.receivedCursor(from: peer.device), try store.sentCursor(to: peer.device))
+        let hello = HelloMessage(version: options.faults.contains(.speakVersion1) ? 1 : Int64(SyncProtocol.version), device: me, family: family.id, role: family.role, clock: clock.now(),
+                                 epoch: try store.familyEpoch, after: myRecv, sent: mySent)
         channel.send(.hello, json: hello.json)
         let deadline = Deadline(after: SyncLimits.idleTimeout)
         let f = try nextFrame(deadline: deadline, expecting: "HELLO")
@@ -153,16 +167,37 @@ final class SyncSession {
         peerHello = h
         summary.clockSkewMilliseconds = h.clock.milliseconds - clock.now().milliseconds
         // The peer says how far of our changes it holds. More than we ever made
-        // means our store went back in time (a restore): send everything.
-        sendAfter = h.after <= snapshot ? h.after : 0
+        // means our store went back in time (a restore): send everything. So
+        // does a peer that remembers another last session than we do (one of
+        // the two stores was restored from a copy): neither cursor can be
+        // trusted, and both sides, seeing the same four numbers, send everything.
+        let continuous = h.after == mySent && h.sent == myRecv
+        sendAfter = h.after <= snapshot && continuous ? h.after : 0
+        sentFrom = sendAfter
+        if !continuous && family.role == .owner {
+            try store.write { try store.forgetAcknowledgementPoints(member: peer.device) }
+        }
+        if family.role == .owner && h.role == .member && !peer.newToFamily { incomingFloor = try store.purgeFloor }
         emit("hello", [("peer", .string(h.device)), ("role", .string(h.role.rawValue)), ("clockSkewMs", .int(summary.clockSkewMilliseconds)),
-                       ("full", .bool(sendAfter == 0))])
+                       ("full", .bool(sendAfter == 0)), ("continuous", .bool(continuous))])
         if summary.clockSkewReported {
             emit("clock-skew", [("ms", .int(summary.clockSkewMilliseconds))])
         }
 
         // FAMILY: roster, revocations, the newest proof; the family key for a member that is behind.
+        // The owner signs the roster and says what every device has acknowledged.
         let roster = try store.devices().map { RosterEntry(device: $0.deviceID, role: $0.role, joinedAt: $0.joinedAt, revokedAt: $0.revokedAt) }
+        var signed: SignedRoster? = nil, rosterKey: [UInt8]? = nil
+        var ack: (acked: Int64, waitingFor: [(device: String, lastSynced: Timestamp?)])? = nil
+        if family.role == .owner {
+            try store.write {
+                signed = try store.ownerSignedRoster(family: family)
+                rosterKey = try store.ownerRosterPublicKey()
+            }
+            ack = try store.familyAcknowledgement(for: peer.device)
+        } else {
+            signed = try store.heldRoster()
+        }
         var key: [UInt8]? = nil
         if family.role == .owner, h.epoch < (try store.familyEpoch) { key = try store.familySecret() }
         let maxDevices = Int64(family.role == .owner ? try store.maxDevices : Int(try store.meta("family_max_devices") ?? "") ?? Store.defaultMaxDevices)
@@ -172,7 +207,13 @@ final class SyncSession {
         let fm = FamilyMessage(owner: family.ownerDevice, epoch: try store.familyEpoch, maxDevices: maxDevices,
                                devices: Array(roster.prefix(FamilyMessage.maxRosterEntries)),
                                proof: outgoing.jws, policy: EntitlementExchange.policy(store), familyKey: key)
-        channel.send(.family, json: fm.json)
+        var message = fm
+        message.roster = signed
+        message.rosterKey = rosterKey
+        message.acked = ack?.acked
+        message.waitingFor = ack?.waitingFor ?? []
+        if family.role == .owner { message.purgeFloor = try store.purgeFloor }
+        channel.send(.family, json: message.json)
         let g = try nextFrame(deadline: Deadline(after: SyncLimits.idleTimeout), expecting: "FAMILY")
         guard g.type == .family else { throw ProtocolError("expected FAMILY, got \(g.type.name)") }
         try apply(try FamilyMessage(g), from: h)
@@ -201,27 +242,50 @@ final class SyncSession {
         return ToolError(.dataError, "\(peerName) ended the session with a protocol error: \(m); cursors not moved")
     }
 
+    /// Applies the peer's FAMILY. The owner takes nothing from a member's
+    /// roster; a member takes the roster only as the owner signed it, and
+    /// the family key, policy, acknowledgements and purge floor only from the owner.
     private func apply(_ m: FamilyMessage, from h: HelloMessage) throws {
         guard m.owner == family.ownerDevice else { throw ProtocolError("FAMILY names owner \(m.owner), not \(family.ownerDevice)") }
         let fromOwner = h.device == family.ownerDevice
         let now = clock.now()
         var newKey = false
         var received = EntitlementExchange.Received.none
+        var rosterOutcome: Store.RosterOutcome?
         try store.write {
-            for e in m.devices where e.device != me || fromOwner {
-                try store.mergeRosterEntry(device: e.device, role: e.role, joinedAt: e.joinedAt, revokedAt: e.revokedAt, authoritative: fromOwner)
+            if family.role == .member {
+                if fromOwner, let k = m.rosterKey {
+                    guard k.count == Ed25519.keyBytes else { throw ProtocolError("FAMILY field 'rosterKey': not a 32-byte key") }
+                    try store.setOwnerRosterKey(k)
+                }
+                if let r = m.roster { rosterOutcome = try store.applyOwnerRoster(r, family: family) }
             }
             if fromOwner {
                 if let p = m.policy, p != (try store.proofPolicy()) { try store.setProofPolicy(p) }
-                try store.setMeta("family_max_devices", String(m.maxDevices))
                 if let k = m.familyKey, m.epoch > (try store.familyEpoch) {
                     try store.setFamilyKey(k, epoch: m.epoch)
                     newKey = true
                 }
+                if let a = m.acked { try store.setFamilyAcknowledgement(acked: a, waitingFor: m.waitingFor) }
+                ownerPurgeFloor = m.purgeFloor
             }
             if let p = m.proof {
                 received = try EntitlementExchange.receiveInTransaction(p, from: h.device, store: store, verifier: verifier, now: now)
             }
+        }
+        switch rosterOutcome {
+        case let .applied(version, selfRevokedAt)?:
+            emit("roster", [("version", .int(version))])
+            if let t = selfRevokedAt {
+                // The owner's own signed word: this device is out of the family.
+                try EntitlementExchange.dropToFree(store, now: t)
+                emit("revoked", [("device", .string(me)), ("revokedAt", .string(t.rfc3339))])
+                throw ToolError(.noPermission, "the family's owner revoked this device at \(t.rfc3339) (its signed roster says so); \(SyncClient.rejoinAdvice)")
+            }
+        case let .rejected(why)?:
+            emit("warning", [("message", .string("roster from \(peerName) ignored: \(why)"))])
+        case .old?, nil:
+            break
         }
         if newKey { emit("family-key", [("epoch", .int(m.epoch))]) }
         summary.proofReceived = received
@@ -267,7 +331,7 @@ final class SyncSession {
         while !recordsOutDone && channel.backlog < SyncLimits.outputHighWater {
             let b = try store.exportRecordBatch(after: sendAfter, upTo: snapshot, maxCount: SyncLimits.recordBatchCount, maxBytes: SyncLimits.recordBatchBytes)
             if b.count == 0 {
-                channel.send(.recordsEnd, json: .object([("count", .int(summary.recordsSent))]))
+                channel.send(.recordsEnd, json: .object([("count", .int(summary.recordsSent)), ("after", .int(sentFrom))]))
                 recordsOutDone = true
                 break
             }
@@ -323,11 +387,21 @@ final class SyncSession {
             try applyRecords(f.payload)
         case .recordsEnd:
             guard !peerRecordsEnded else { throw ProtocolError("a second RECORDS-END") }
-            let count = try FieldReader(f).int("count")
+            let end = try FieldReader(f)
+            let count = try end.int("count")
+            let peerAfter = try end.int("after")
             guard count == summary.recordsReceived else {
                 throw ProtocolError("RECORDS-END counts \(count) records, but \(summary.recordsReceived) arrived")
             }
             peerRecordsEnded = true
+            // The owner sent everything it holds: what we hold from before its
+            // purge floor and it did not send was purged in the family.
+            if isMemberWithOwner, peerAfter == 0, !peer.newToFamily, let floor = ownerPurgeFloor {
+                let n = try store.write { try store.dropRecordsPurgedElsewhere(floor: floor, keeping: idsFromOwner) }
+                summary.recordsPurged += Int64(n)
+                if n > 0 { emit("purged", [("records", .int(n)), ("floor", .string(floor.rfc3339))]) }
+            }
+            idsFromOwner = []
             waves.recordsArrived()
         case .photoRequest:
             guard peerDone == nil else { throw ProtocolError("PHOTO-REQUEST after DONE") }
@@ -378,8 +452,10 @@ final class SyncSession {
             start = end + 1
         }
         guard !records.isEmpty else { throw ProtocolError("RECORDS frame with no records") }
+        if isMemberWithOwner { for r in records { idsFromOwner.insert(r.id) } }
         let now = clock.now()
-        let s = try store.write { try store.applyRemoteInTransaction(records, now: now) }
+        let s = try store.write { try store.applyRemoteInTransaction(records, now: now, purgeFloor: incomingFloor) }
+        summary.recordsPurged += Int64(s.purged)
         seqsUsedForPeer += Int64(s.applied)
         waves.recordsArrived()
         summary.recordsReceived += Int64(records.count)
@@ -406,6 +482,9 @@ final class SyncSession {
         let now = clock.now()
         try store.write {
             try store.recordCompletedSync(peer: peer.device, recvSeq: theirs.upTo, sentSeq: mine.upTo, at: now, address: peer.address)
+            if family.role == .owner {
+                try store.recordAcknowledgementPoint(member: peer.device, peerSeq: theirs.upTo, ownSeq: try store.currentChangeSeq)
+            }
         }
         summary.lastSynced = now
         summary.photosReceived = waves.received

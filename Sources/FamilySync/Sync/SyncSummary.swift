@@ -11,6 +11,8 @@ public struct SyncSummary: Sendable {
     public var recordsReceived: Int64 = 0
     public var recordsApplied: Int64 = 0
     public var recordsClamped: Int64 = 0
+    /// Records not taken, or dropped here, because the family purged them (the purge floor).
+    public var recordsPurged: Int64 = 0
     public var photosSent: Int64 = 0
     public var photosReceived: Int64 = 0
     public var photosUnavailable: Int64 = 0
@@ -39,7 +41,7 @@ public struct SyncSummary: Sendable {
         return .object([
             ("peer", .string(peer)), ("address", .optional(address)), ("side", .string(side.rawValue)), ("joined", .bool(joined)),
             ("records", .object([("sent", .int(recordsSent)), ("received", .int(recordsReceived)), ("applied", .int(recordsApplied)),
-                                 ("clamped", .int(recordsClamped))])),
+                                 ("clamped", .int(recordsClamped)), ("purged", .int(recordsPurged))])),
             ("photos", .object([("sent", .int(photosSent)), ("received", .int(photosReceived)), ("unavailable", .int(photosUnavailable)),
                                 ("wanted", .int(photosWanted)), ("waves", .int(waves))])),
             ("bytes", .object([("sent", .int(bytesSent)), ("received", .int(bytesReceived)), ("perSecond", .int(Int64(rate)))])),

@@ -17,12 +17,16 @@ public enum PeerSyncCommand {
     /// Fault injection for tests only: hidden from help, man page and completions.
     static let faultSkipPhotoReplies = OptionSpec.flag("fault-inject-skip-photo-replies",
         help: "Fault injection for tests: drop photo requests without any reply.", hidden: true)
+    static let faultVersion1 = OptionSpec.flag("fault-inject-protocol-version-1",
+        help: "Fault injection for tests: speak protocol version 1 in HELLO and JOIN.", hidden: true)
 
     static let serve = CommandSpec(
         name: "serve",
         abstract: "Accept peers, one session at a time",
         discussion: """
-        Listens for paired devices and syncs with one at a time. A device that \
+        Listens for paired devices and syncs with one at a time. One serve \
+        runs per store: a second one on the same store is refused (status \
+        75) while the first keeps serving. A device that \
         connects while a session runs gets an explicit busy reply (its connect \
         retries). Pairing joins are accepted for this store's open offers (see \
         pair-qr(1)): the offer's nonce is consumed in the same transaction that \
@@ -33,7 +37,7 @@ public enum PeerSyncCommand {
                   OptionSpec("listen", valueName: "HOST:PORT", help: "The address to listen on; port 0 picks a free port (see the 'listening' event).",
                              default: "0.0.0.0:\(SyncLimits.defaultPort)"),
                   .flag("once", help: "Exit after the first session (not after a refusal or a busy reply), with that session's status."),
-                  waveTimeout, events, root, CommonOptions.now, CommonOptions.quiet, faultSkipPhotoReplies],
+                  waveTimeout, events, root, CommonOptions.now, CommonOptions.quiet, faultSkipPhotoReplies, faultVersion1],
         examples: [Example("Serve the owner's device on the default port:", "peer-sync serve --db owner.db")]
     )
 
@@ -51,7 +55,7 @@ public enum PeerSyncCommand {
         """,
         options: [CommonOptions.db,
                   OptionSpec("connect", valueName: "HOST:PORT", help: "Where the owner's device listens, when the offer carries no address or another one is right."),
-                  wait, waveTimeout, events, root, CommonOptions.now, CommonOptions.quiet],
+                  wait, waveTimeout, events, root, CommonOptions.now, CommonOptions.quiet, faultVersion1],
         arguments: [ArgumentSpec("OFFER", help: "A file holding the offer (JSON or text), or - for standard input.", default: "-")],
         examples: [Example("Scan the owner's QR code and join:", "pair-scan pair.png | peer-sync join --db kid.db")]
     )
@@ -67,7 +71,7 @@ public enum PeerSyncCommand {
         with backoff until --wait runs out (then status 75). Nobody listening \
         is status 69, never a silent hang.
         """,
-        options: [CommonOptions.db, wait, waveTimeout, events, root, CommonOptions.now, CommonOptions.quiet, faultSkipPhotoReplies],
+        options: [CommonOptions.db, wait, waveTimeout, events, root, CommonOptions.now, CommonOptions.quiet, faultSkipPhotoReplies, faultVersion1],
         arguments: [ArgumentSpec("HOST:PORT", help: "The peer's address.", default: "the known peers in turn", completion: .none)],
         examples: [Example("Sync now with the owner's device:", "peer-sync connect --db kid.db owner.local:7433"),
                    Example("Sync with whichever known peer answers:", "peer-sync connect --db kid.db")]
@@ -175,7 +179,8 @@ public enum PeerSyncCommand {
 
     static func options(_ ctx: ToolContext) throws -> SyncOptions {
         var faults: SyncFaults = []
-        if ctx.args.flag(faultSkipPhotoReplies.long) { faults.insert(.skipPhotoReplies) }
+        if ctx.args.flag(Option.faultInjectSkipPhotoReplies) { faults.insert(.skipPhotoReplies) }
+        if ctx.args.flag(Option.faultInjectProtocolVersion1) { faults.insert(.speakVersion1) }
         return SyncOptions(waveTimeout: try ctx.args.timeSpan(Option.waveTimeout, default: SyncLimits.defaultWaveTimeout), faults: faults)
     }
 
@@ -270,6 +275,8 @@ public enum PeerSyncCommand {
         let listen = try address(ctx.args.value(Option.listen) ?? "0.0.0.0:\(SyncLimits.defaultPort)", option: "--listen", portZero: true)
         let opts = try options(ctx)
         let store = try ctx.store()
+        let lock = try ServeLock(storePath: store.path)
+        defer { withExtendedLifetime(lock) {} }
         let (obs, _) = try observer(ctx)
         installStopHandlers()
         let server = try SyncServer(store: store, options: opts, now: ctx.now, observer: obs, verifier: try verifier(ctx))
@@ -436,6 +443,7 @@ extension PeerSyncCommand {
         case connect
         case db
         case events
+        case faultInjectProtocolVersion1 = "fault-inject-protocol-version-1"
         case faultInjectSkipPhotoReplies = "fault-inject-skip-photo-replies"
         case listen
         case now

@@ -132,21 +132,4 @@ import Testing
         #expect(r2.photosPurged == 1)
         #expect(try store.hasPhoto(referenced))
     }
-
-    @Test func awayLongerThanTheHorizonMustPullFirst() throws {
-        let (store, dir) = try RT.store()
-        defer { try? FileManager.default.removeItem(atPath: dir) }
-        #expect(try store.lastCompletedSync() == nil)
-        #expect(try store.mustPullBeforePush(now: Self.now))
-        try Self.addDevice(store, "PEER", sentSeq: 0, synced: "2026-10-01T00:00:00Z")
-        #expect(try store.lastCompletedSync() == RT.t("2026-10-01T00:00:00Z"))
-        #expect(try store.mustPullBeforePush(now: Self.now) == false)
-        #expect(try store.mustPullBeforePush(now: Self.now, horizon: .days(30)))
-        try Self.addDevice(store, "PEER2", sentSeq: 0, synced: "2026-11-20T00:00:00Z")
-        #expect(try store.mustPullBeforePush(now: Self.now, horizon: .days(30)) == false)
-        // This device's own row does not count as a sync.
-        try store.db.run("INSERT INTO devices (device_id, role, joined_at, last_synced_at) VALUES (?, 'owner', 0, ?)",
-                         [.text(try store.deviceID), .int(Self.now.milliseconds)])
-        #expect(try store.lastCompletedSync() == RT.t("2026-11-20T00:00:00Z"))
-    }
 }

@@ -1,0 +1,209 @@
+import Foundation
+
+/// The owner's authority over the family (docs/protocol.md §4): only the
+/// owner decides who is in the family and who is revoked. It states the
+/// roster in a *roster statement* signed with its roster key (Ed25519, made
+/// with the family and kept in the owner's store); members learn the public
+/// key from the owner itself, on sessions keyed by their own device key, and
+/// apply a statement only when it verifies under that key and is newer than
+/// the one they hold. A member relays the newest statement it holds
+/// verbatim, so a revocation still spreads member to member, but a member can
+/// no longer change anyone's roster: a lie does not verify, and an old
+/// statement replayed is not newer. The owner never applies a roster from
+/// anyone.
+struct RosterStatement: Equatable {
+    /// Signatures cover this prefix and the statement text, so a roster
+    /// signature can never be taken for a signature over anything else.
+    static let signingContext = Array("family-sync/2 roster\u{0}".utf8)
+    /// The longest statement text accepted (256 entries of ~150 bytes fit).
+    static let maxTextBytes = 64 << 10
+
+    var family: String
+    /// Grows by one each time the owner's roster changes.
+    var version: Int64
+    var maxDevices: Int64
+    var devices: [RosterEntry]
+
+    /// The exact text that is signed and sent.
+    var text: String {
+        JSONValue.object([("family", .string(family)), ("version", .int(version)), ("maxDevices", .int(maxDevices)),
+                          ("devices", .array(devices.map(\.json)))]).serialized
+    }
+
+    init(family: String, version: Int64, maxDevices: Int64, devices: [RosterEntry]) {
+        self.family = family
+        self.version = version
+        self.maxDevices = maxDevices
+        self.devices = devices
+    }
+
+    init(text: String) throws(ProtocolError) {
+        guard text.utf8.count <= RosterStatement.maxTextBytes else { throw ProtocolError("FAMILY field 'roster.statement': longer than \(RosterStatement.maxTextBytes) bytes") }
+        let v: JSONValue
+        do { v = try JSONParser.parse(text) } catch { throw ProtocolError("FAMILY field 'roster.statement': not JSON") }
+        guard v.objectValue != nil else { throw ProtocolError("FAMILY field 'roster.statement': not an object") }
+        let r = FieldReader(name: "roster statement", value: v)
+        family = try r.uuid("family")
+        version = try r.int("version", min: 1)
+        maxDevices = try r.int("maxDevices", min: 1, max: 1000)
+        var list: [RosterEntry] = []
+        for (i, e) in try r.array("devices", maxCount: FamilyMessage.maxRosterEntries).enumerated() {
+            guard e.objectValue != nil else { throw ProtocolError("roster statement field 'devices[\(i)]': not an object") }
+            list.append(try RosterEntry(FieldReader(name: "roster statement.devices[\(i)]", value: e)))
+        }
+        devices = list
+    }
+
+    /// Everything but the version: what decides whether the roster changed.
+    func sameRoster(as other: RosterStatement) -> Bool {
+        family == other.family && maxDevices == other.maxDevices && devices == other.devices
+    }
+}
+
+/// A roster statement with the owner's signature, as FAMILY carries it.
+struct SignedRoster: Equatable {
+    var text: String
+    var signature: [UInt8]
+
+    var json: JSONValue { .object([("statement", .string(text)), ("signature", .string(Hex.encode(signature)))]) }
+
+    init(text: String, signature: [UInt8]) {
+        self.text = text
+        self.signature = signature
+    }
+
+    init(_ r: FieldReader) throws(ProtocolError) {
+        text = try r.string("statement", maxBytes: RosterStatement.maxTextBytes)
+        let hex = try r.string("signature", maxBytes: 2 * Ed25519.signatureBytes)
+        guard hex.utf8.count == 2 * Ed25519.signatureBytes, let sig = Hex.decode(hex) else {
+            throw ProtocolError("\(r.frame) field 'signature': not a 64-byte signature in hex")
+        }
+        signature = sig
+    }
+
+    static func sign(_ s: RosterStatement, privateKey: [UInt8]) throws -> SignedRoster {
+        let text = s.text
+        return SignedRoster(text: text, signature: try Ed25519.sign(RosterStatement.signingContext + Array(text.utf8), privateKey: privateKey))
+    }
+
+    /// The statement, if the signature is the owner's (`publicKey`); nil otherwise.
+    func verified(publicKey: [UInt8]) throws(ProtocolError) -> RosterStatement? {
+        guard Ed25519.verify(signature, message: RosterStatement.signingContext + Array(text.utf8), publicKey: publicKey) else { return nil }
+        return try RosterStatement(text: text)
+    }
+}
+
+extension RosterEntry {
+    init(_ e: FieldReader) throws(ProtocolError) {
+        self.init(device: try e.uuid("device"), role: try e.role("role"), joinedAt: try e.time("joinedAt"), revokedAt: try e.optionalTime("revokedAt"))
+    }
+}
+
+extension Store {
+    // MARK: The owner's side
+
+    /// Owner: the roster key's public half, making the key pair on first use.
+    /// Call inside `write`.
+    func ownerRosterPublicKey() throws -> [UInt8] {
+        try Ed25519.publicKey(privateKey: try ownerRosterPrivateKey())
+    }
+
+    private func ownerRosterPrivateKey() throws -> [UInt8] {
+        if let k = try secret("roster_signing_key") { return k }
+        let k = try Ed25519.generatePrivateKey()
+        try setSecret("roster_signing_key", k)
+        return k
+    }
+
+    /// Owner: the roster as it stands, signed; a new version when it changed
+    /// since the last statement made. Call inside `write`.
+    func ownerSignedRoster(family: FamilyInfo) throws -> SignedRoster {
+        let entries = try devices().map { RosterEntry(device: $0.deviceID, role: $0.role, joinedAt: $0.joinedAt, revokedAt: $0.revokedAt) }
+        var s = RosterStatement(family: family.id, version: 1, maxDevices: Int64(try maxDevices), devices: Array(entries.prefix(FamilyMessage.maxRosterEntries)))
+        if let last = try heldRoster(), let held = try? RosterStatement(text: last.text) {
+            if held.sameRoster(as: s) { return last }
+            s.version = held.version + 1
+        }
+        let signed = try SignedRoster.sign(s, privateKey: try ownerRosterPrivateKey())
+        try holdRoster(signed, version: s.version)
+        return signed
+    }
+
+    // MARK: Both sides
+
+    /// The newest signed roster this store holds (made, or received from the owner or relayed).
+    func heldRoster() throws -> SignedRoster? {
+        guard let text = try meta("roster_statement"), let hex = try meta("roster_signature"), let sig = Hex.decode(hex) else { return nil }
+        return SignedRoster(text: text, signature: sig)
+    }
+
+    var heldRosterVersion: Int64 { get throws { Int64(try meta("roster_version") ?? "0") ?? 0 } }
+
+    private func holdRoster(_ r: SignedRoster, version: Int64) throws {
+        try setMeta("roster_statement", r.text)
+        try setMeta("roster_signature", Hex.encode(r.signature))
+        try setMeta("roster_version", String(version))
+    }
+
+    // MARK: A member's side
+
+    /// The owner's roster key, as the owner gave it on an owner session.
+    var ownerRosterKey: [UInt8]? { get throws { try meta("roster_key").flatMap(Hex.decode) } }
+
+    /// Member: keeps the owner's roster key. Call only with a key from the
+    /// owner itself (a session keyed by this member's device key, or the
+    /// pairing session), inside `write`.
+    func setOwnerRosterKey(_ key: [UInt8]) throws {
+        try setMeta("roster_key", Hex.encode(key))
+    }
+
+    /// What applying a roster statement did.
+    enum RosterOutcome: Equatable {
+        /// Not the owner's signature, another family's, or no key to judge it by: ignored.
+        case rejected(String)
+        /// Not newer than the statement held.
+        case old
+        /// Applied; `selfRevokedAt` is set when it revokes this device.
+        case applied(version: Int64, selfRevokedAt: Timestamp?)
+    }
+
+    /// Member: applies a signed roster (from the owner or relayed by a member)
+    /// when it is the owner's and newer than the one held: its entries replace
+    /// this store's roster, and devices it does not list are dropped. Call
+    /// inside `write`.
+    func applyOwnerRoster(_ signed: SignedRoster, family: FamilyInfo) throws -> RosterOutcome {
+        guard let key = try ownerRosterKey else { return .rejected("no roster key from the owner yet") }
+        let statement: RosterStatement
+        do {
+            guard let s = try signed.verified(publicKey: key) else { return .rejected("the roster's signature is not the owner's") }
+            statement = s
+        } catch { return .rejected(error.message) }
+        guard statement.family == family.id else { return .rejected("the roster is another family's") }
+        guard statement.version > (try heldRosterVersion) else { return .old }
+        let me = try deviceID
+        let wasRevoked = try isSelfRevoked
+        let listed = Set(statement.devices.map(\.device))
+        for d in try devices() where !listed.contains(d.deviceID) && d.deviceID != me {
+            try db.run("DELETE FROM devices WHERE device_id = ?", [.text(d.deviceID)])
+        }
+        for e in statement.devices {
+            try mergeRosterEntry(device: e.device, role: e.role, joinedAt: e.joinedAt, revokedAt: e.revokedAt, authoritative: true)
+        }
+        try setMeta("family_max_devices", String(statement.maxDevices))
+        try holdRoster(signed, version: statement.version)
+        let revokedAt = statement.devices.first { $0.device == me }?.revokedAt
+        return .applied(version: statement.version, selfRevokedAt: wasRevoked ? nil : revokedAt)
+    }
+
+    /// Member: a revoked store about to be admitted again (a new offer
+    /// redeemed). It starts over as a member: no revocation, no cursors (its
+    /// first session sends and takes everything, merged by last-writer-wins,
+    /// with the owner's purge floor applied), no acknowledgements. Call inside
+    /// `write`, with the transaction that stores the new keys.
+    func prepareRejoin() throws {
+        try db.run("UPDATE devices SET revoked_at = NULL WHERE device_id = ?", [.text(try deviceID)])
+        try db.run("UPDATE devices SET sent_seq = 0, recv_seq = 0")
+        try setMeta("acked_by_all", nil)
+        try setMeta("acked_waiting_for", nil)
+    }
+}
