@@ -24,12 +24,19 @@ extension ParsedArguments {
         return d
     }
 
+    /// Whether the running (sub)command declares `o`: for code shared by
+    /// subcommands that declare different options.
+    public func declares<O: OptionName>(_ o: O) -> Bool { spec.option(named: o.rawValue) != nil }
+
     public func flag<O: OptionName>(_ o: O) -> Bool { _ = declared(o, flag: true); return flag(o.rawValue) }
     /// The option's value (the last one given).
     public func value<O: OptionName>(_ o: O) -> String? { _ = declared(o, flag: false); return value(o.rawValue) }
     public func values<O: OptionName>(_ o: O) -> [String] { _ = declared(o, flag: false); return values(o.rawValue) }
     /// Given at all (a flag, or an option with any value).
-    public func isSet<O: OptionName>(_ o: O) -> Bool { _ = spec.option(named: o.rawValue).map { _ in true }; return isSet(o.rawValue) }
+    public func isSet<O: OptionName>(_ o: O) -> Bool {
+        precondition(declares(o) || O.self == SharedOption.self, "--\(o.rawValue) is not an option of \(commandPath.joined(separator: " "))")
+        return isSet(o.rawValue)
+    }
     public func timestamp<O: OptionName>(_ o: O) throws -> Timestamp? { _ = declared(o, flag: false); return try timestamp(o.rawValue) }
     public func timeSpan<O: OptionName>(_ o: O, default d: TimeSpan) throws -> TimeSpan { _ = declared(o, flag: false); return try timeSpan(o.rawValue, default: d) }
     public func int<O: OptionName>(_ o: O, default d: Int, range: ClosedRange<Int>) throws -> Int {

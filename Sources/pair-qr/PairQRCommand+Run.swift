@@ -7,7 +7,7 @@ import FamilySyncImaging
 extension PairQRCommand {
     public static func run(_ ctx: ToolContext) throws -> ExitStatus {
         let a = ctx.args
-        let drawing = ["ttl", "addr", "output", "format", "size", "margin", "level"].filter { a.isSet($0) }
+        let drawing = [Option.ttl, .addr, .output, .format, .size, .margin, .level].filter { a.isSet($0) }.map(\.rawValue)
         if a.flag(Option.list) || a.isSet(Option.close) {
             if a.flag(Option.list) && a.isSet(Option.close) { throw ToolError.usage("--list and --close cannot be combined") }
             if let first = drawing.first { throw ToolError.usage("--\(first) makes no sense with --\(a.flag(Option.list) ? "list" : "close")") }

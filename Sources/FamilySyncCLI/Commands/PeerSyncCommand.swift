@@ -178,15 +178,18 @@ public enum PeerSyncCommand {
     // MARK: Shared plumbing
 
     static func options(_ ctx: ToolContext) throws -> SyncOptions {
+        // Shared by serve, join and connect, which declare different options.
+        let a = ctx.args
         var faults: SyncFaults = []
-        if ctx.args.flag(Option.faultInjectSkipPhotoReplies) { faults.insert(.skipPhotoReplies) }
-        if ctx.args.flag(Option.faultInjectProtocolVersion1) { faults.insert(.speakVersion1) }
-        return SyncOptions(waveTimeout: try ctx.args.timeSpan(Option.waveTimeout, default: SyncLimits.defaultWaveTimeout), faults: faults)
+        if a.declares(Option.faultInjectSkipPhotoReplies) && a.flag(Option.faultInjectSkipPhotoReplies) { faults.insert(.skipPhotoReplies) }
+        if a.declares(Option.faultInjectProtocolVersion1) && a.flag(Option.faultInjectProtocolVersion1) { faults.insert(.speakVersion1) }
+        let wave = a.declares(Option.waveTimeout) ? try a.timeSpan(Option.waveTimeout, default: SyncLimits.defaultWaveTimeout) : SyncLimits.defaultWaveTimeout
+        return SyncOptions(waveTimeout: wave, faults: faults)
     }
 
     /// `--wait`: a duration, 0 included (one try, no retry).
     static func waitSpan(_ ctx: ToolContext) throws -> TimeSpan {
-        guard let v = ctx.args.value(Option.wait) else { return SyncLimits.defaultBusyWait }
+        guard ctx.args.declares(Option.wait), let v = ctx.args.value(Option.wait) else { return SyncLimits.defaultBusyWait }
         if v == "0" { return TimeSpan(milliseconds: 0) }
         guard let t = TimeSpan(parsing: v), t.milliseconds >= 0 else {
             throw ToolError.usage("--wait: '\(v)' is not a duration (like 0s, 30s, 10m)")
@@ -211,7 +214,7 @@ public enum PeerSyncCommand {
 
     /// Events to --events as NDJSON, progress to a terminal, warnings to stderr.
     static func observer(_ ctx: ToolContext) throws -> (SyncObserver, EventLog?) {
-        let log = try ctx.args.value(Option.events).map { try EventLog(path: $0) }
+        let log = try (ctx.args.declares(Option.events) ? ctx.args.value(Option.events) : nil).map { try EventLog(path: $0) }
         let obs: SyncObserver = { e in
             log?.write(e.json(time: Timestamp.current()))
             switch e.name {
