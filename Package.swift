@@ -21,6 +21,10 @@ let package = Package(
         .systemLibrary(name: "CZBar", pkgConfig: "zbar", providers: [.apt(["libzbar-dev"])]),
         .systemLibrary(name: "CPNG", pkgConfig: "libpng", providers: [.apt(["libpng-dev"])]),
         .systemLibrary(name: "CJPEG", pkgConfig: "libjpeg", providers: [.apt(["libjpeg-dev"])]),
+        .systemLibrary(name: "CZXing", pkgConfig: "zxing", providers: [.apt(["libzxing-dev"])]),
+        // ZXing-C++ behind a small C API: the second QR engine, whose error-corrected
+        // codewords pair-scan parses itself.
+        .target(name: "ZXingBridge", dependencies: ["CZXing"]),
 
         // The shared core: records and the LWW rule, the store, crypto, entitlement, pairing offers, sync.
         .target(
@@ -29,11 +33,11 @@ let package = Package(
             swiftSettings: [.unsafeFlags(["-Ounchecked"], .when(configuration: .release))]
         ),
         // The core's image half: reading PNG/JPEG/PNM, drawing and decoding QR codes. Its own
-        // target so only pair-qr and pair-scan load libzbar (and with it X11, dbus, v4l),
+        // target so only pair-qr and pair-scan load libzbar (and with it X11, dbus, v4l), libZXing,
         // libqrencode, libpng and libjpeg; the other tools start faster without them.
         .target(
             name: "FamilySyncImaging",
-            dependencies: ["FamilySync", "CQREncode", "CZBar", "CPNG", "JPEGGlue"],
+            dependencies: ["FamilySync", "CQREncode", "CZBar", "ZXingBridge", "CPNG", "JPEGGlue"],
             swiftSettings: [.unsafeFlags(["-Ounchecked"], .when(configuration: .release))]
         ),
         // libjpeg's setjmp/longjmp error handling, which Swift cannot unwind: the
@@ -54,5 +58,6 @@ let package = Package(
                     resources: [.copy("Vectors")]),
         .testTarget(name: "EndToEndTests", dependencies: ["FamilySync", "FamilySyncImaging", "FamilySyncCLI"]),
     ],
-    swiftLanguageModes: [.v6]
+    swiftLanguageModes: [.v6],
+    cxxLanguageStandard: .cxx17
 )

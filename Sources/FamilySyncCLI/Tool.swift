@@ -45,14 +45,26 @@ public final class ToolContext {
     /// Progress goes to stderr only when it is a terminal and not `--quiet`.
     public var showsProgress: Bool { !quiet && isatty(2) == 1 }
 
+    private lazy var line = ProgressLine(fd: 2)
+
+    /// Redraws the one progress line: `tool: message`, cut to the terminal's width.
     public func progress(_ message: String) {
         guard showsProgress else { return }
-        FileHandle.standardError.write(Data("\r\u{1B}[K\(name): \(message)".utf8))
+        line.show("\(name): \(message)")
     }
 
+    /// Clears the progress line, leaving nothing behind.
     public func endProgress() {
         guard showsProgress else { return }
-        FileHandle.standardError.write(Data("\r\u{1B}[K".utf8))
+        line.clear()
+    }
+
+    /// A line that stays on a terminal (serve's "listening on …"), written
+    /// above the progress line; nothing when standard error is not a terminal
+    /// or with `--quiet`.
+    public func log(_ message: String) {
+        guard showsProgress else { return }
+        line.log("\(name): \(message)")
     }
 }
 

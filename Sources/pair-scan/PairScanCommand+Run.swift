@@ -8,11 +8,16 @@ extension PairScanCommand {
     /// How much of an unexpected code's text a diagnostic quotes.
     static let quotedTextLimit = 60
 
+    /// What is written for the codes of an image.
+    enum Output { case offer, raw, bytes, json }
+
     public static func run(_ ctx: ToolContext) throws -> ExitStatus {
         var files = ctx.args.arguments("FILE")
         if files.isEmpty { files = ["-"] }
         if files.filter({ $0 == "-" }).count > 1 { throw ToolError.usage("standard input (-) can be read only once") }
-        let raw = ctx.args.flag(Option.raw)
+        let chosen = [(Option.raw, Output.raw), (.bytes, .bytes), (.json, .json)].filter { ctx.args.flag($0.0) }
+        if chosen.count > 1 { throw ToolError.usage("--\(chosen[0].0.rawValue) and --\(chosen[1].0.rawValue) cannot be used together") }
+        let output = chosen.first?.1 ?? .offer
         let reader = QRReader()
         var status = ExitStatus.success
         for (i, file) in files.enumerated() {
@@ -22,10 +27,10 @@ extension PairScanCommand {
                 let bytes = try ImageReader.readFile(file)
                 let image: GrayImage
                 do { image = try ImageReader.decode(bytes) } catch { throw ToolError(.dataError, "\(name): \(error)") }
-                if raw {
-                    try scanRaw(image, name: name, reader: reader, ctx: ctx)
-                } else {
+                if output == .offer {
                     try scanOffer(image, name: name, reader: reader, ctx: ctx)
+                } else {
+                    try scanAll(image, name: name, output: output, reader: reader, ctx: ctx)
                 }
             } catch let e as ToolError {
                 if e.status == .ioError, e.message.hasPrefix("write error on standard output") { throw e }
@@ -38,44 +43,85 @@ extension PairScanCommand {
         return status
     }
 
-    static func scanRaw(_ image: GrayImage, name: String, reader: QRReader, ctx: ToolContext) throws {
+    static func scanAll(_ image: GrayImage, name: String, output: Output, reader: QRReader, ctx: ToolContext) throws {
         let result = reader.scan(image)
-        guard !result.payloads.isEmpty else { throw ToolError(.negative, "\(name): no QR code found") }
-        for p in result.payloads { try ctx.out.write(QRPayload.text(p) + [0x0A]) }
+        guard !result.codes.isEmpty else { throw ToolError(.negative, "\(name): no QR code found") }
+        for c in result.codes {
+            switch output {
+            case .raw: try ctx.out.write(Array(c.text.utf8) + [0x0A])
+            case .bytes: try ctx.out.write(c.bytes)
+            case .json: try ctx.out.writeLine(json(c))
+            case .offer: break
+            }
+        }
+    }
+
+    /// One code as the JSON `--json` prints.
+    static func json(_ c: ScannedCode) -> JSONValue {
+        let point: (ImagePoint) -> JSONValue = { .array([.double(($0.x * 10).rounded() / 10), .double(($0.y * 10).rounded() / 10)]) }
+        var fields: [(String, JSONValue)] = [
+            ("text", .string(c.text)),
+            ("bytes", .string(Base64URL.encodeStandard(c.bytes))),
+        ]
+        if let s = c.stream {
+            var modes: [String] = []
+            for seg in s.segments where !modes.contains(seg.mode.rawValue) { modes.append(seg.mode.rawValue) }
+            fields += [
+                ("modes", .array(modes.map { .string($0) })),
+                ("eci", s.segments.compactMap(\.eci).first.map { .int($0) } ?? .null),
+                ("segments", .array(s.segments.map { seg in
+                    .object([("mode", .string(seg.mode.rawValue)), ("eci", seg.eci.map { .int($0) } ?? .null),
+                             ("bytes", .string(Base64URL.encodeStandard(seg.bytes)))])
+                })),
+                ("version", .int(s.version)),
+                ("level", .string(s.level.rawValue)),
+            ]
+        } else {
+            // zbar hands over the bytes only: segments, modes and ECI are unknown.
+            fields += [("modes", .null), ("eci", .null), ("segments", .null), ("version", .null), ("level", .null)]
+        }
+        fields.append(("corners", .array(c.corners.map(point))))
+        return .object(fields)
     }
 
     static func scanOffer(_ image: GrayImage, name: String, reader: QRReader, ctx: ToolContext) throws {
-        @Sendable func offer(_ p: [UInt8]) -> PairingOffer? {
-            guard let text = String(validating: p, as: UTF8.self) else { return nil }
-            return try? PairingOffer(text: text)
+        let now = ctx.now
+        @Sendable func offer(_ c: ScannedCode) -> PairingOffer? {
+            guard let o = try? PairingOffer(text: c.text), o.expiresAt > now else { return nil }
+            return o
         }
         let result = reader.scan(image) { found in found.contains { offer($0) != nil } }
-        let offers = result.payloads.compactMap(offer)
-        guard !offers.isEmpty else {
+        var offers: [PairingOffer] = []
+        for o in result.codes.compactMap(offer) where !offers.contains(where: { $0.nonce == o.nonce }) { offers.append(o) }
+        guard let chosen = offers.first else {
             guard let other = result.seen.first else { throw ToolError(.negative, "\(name): no QR code found") }
             let what = describe(other)
-            if let text = String(validating: other, as: UTF8.self), text.hasPrefix("FS") {
-                do { _ = try PairingOffer(text: text) } catch {
+            if other.text.hasPrefix("FS") {
+                do {
+                    let o = try PairingOffer(text: other.text)
+                    throw ToolError(.negative, "\(name): the pairing offer expired at \(o.expiresAt.rfc3339) (now is \(now.rfc3339)); ask for a new code")
+                } catch let e as ToolError {
+                    throw e
+                } catch {
                     throw ToolError(.negative, "\(name): found a QR code that is not a valid pairing offer (\(error)): \(what)")
                 }
             }
             throw ToolError(.negative, "\(name): found a QR code that is not a pairing offer: \(what)")
         }
-        var seen: [String] = []
-        for o in offers where !seen.contains(o.nonce) {
-            seen.append(o.nonce)
-            if o.expiresAt <= ctx.now {
-                throw ToolError(.negative, "\(name): the pairing offer expired at \(o.expiresAt.rfc3339) (now is \(ctx.now.rfc3339)); ask for a new code")
-            }
-            try ctx.out.writeLine(o.json)
+        // Two different open offers: which family to join is not ours to guess.
+        guard offers.count == 1 else {
+            throw ToolError(.negative, "\(name): found \(offers.count) different pairing offers; show one code at a time")
         }
+        if result.codes.count > 1 {
+            ctx.warn("\(name): \(result.codes.count) QR codes; using the one valid pairing offer among them")
+        }
+        try ctx.out.writeLine(chosen.json)
     }
 
-    /// A short, printable description of a code's payload for a diagnostic.
-    static func describe(_ p: [UInt8]) -> String {
-        guard let s = String(validating: p, as: UTF8.self) else { return "\(p.count) bytes of binary data" }
+    /// A short, printable description of a code's text for a diagnostic.
+    static func describe(_ c: ScannedCode) -> String {
         var q = ""
-        JSONValue.writeString(String(s.prefix(quotedTextLimit)), to: &q)
-        return s.count > quotedTextLimit ? q + " (\(s.count) characters)" : q
+        JSONValue.writeString(String(c.text.prefix(quotedTextLimit)), to: &q)
+        return c.text.count > quotedTextLimit ? q + " (\(c.text.count) characters)" : q
     }
 }

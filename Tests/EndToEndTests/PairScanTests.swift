@@ -61,19 +61,63 @@ import Testing
         #expect(r.err.contains("the pairing offer expired at 2026-12-01T10:00:00.000Z"))
     }
 
-    @Test func rawTextIsExactForUTF8ECIKanjiAndBinary() throws {
+    @Test func rawTextIsUTF8AndBytesAreExact() throws {
         let d = TempDir()
         let binary: [UInt8] = [0xFF, 0x00, 0x80, 0x0A, 0xC3, 0x28, 0xFE, 0x41]
+        let sjis: [UInt8] = [0x93, 0xFA, 0x96, 0x7B, 0x8C, 0xEA, 0x82, 0xCC, 0x83, 0x65, 0x83, 0x4C, 0x83, 0x58, 0x83, 0x67]
         let files = [
             try PairScanTests.png([.bytes(Array("日本語のテキスト".utf8))], in: d, "utf8.png"),
+            try PairScanTests.png([.bytes(sjis)], in: d, "sjis.png"),
             try PairScanTests.png([.eci(20), .bytes([0x93, 0xFA, 0x96, 0x7B])], in: d, "eci.png"),
             try PairScanTests.png([.kanji([0x93, 0xFA, 0x96, 0x7B, 0x8C, 0xEA])], in: d, "kanji.png"),
             try PairScanTests.png([.bytes(binary)], in: d, "bin.png"),
         ]
         let r = try Tools.run("pair-scan", ["--raw"] + files)
         #expect(r.status == 0, "\(r.err)")
-        let expected = Array("日本語のテキスト\n日本\n日本語\n".utf8) + binary + [0x0A]
-        #expect(Array(r.stdout) == expected)
+        // Binary data without an ECI is ISO 8859-1 text: every line valid UTF-8.
+        #expect(r.out == "日本語のテキスト\n日本語のテキスト\n日本\n日本語\n\u{FF}\u{00}\u{80}\n\u{C3}(\u{FE}A\n")
+        #expect(String(validating: Array(r.stdout), as: UTF8.self) != nil)
+        let bytes = try Tools.run("pair-scan", ["--bytes", files[1], files[4]])
+        #expect(bytes.status == 0, "\(bytes.err)")
+        #expect(Array(bytes.stdout) == sjis + binary)
+    }
+
+    @Test func jsonGivesTextBytesModesECIAndCorners() throws {
+        let d = TempDir()
+        let p = try PairScanTests.png([.eci(26), .bytes(Array("Grüße".utf8)), .numeric("2026")], in: d, "eci.png")
+        let r = try Tools.run("pair-scan", ["--json", p])
+        #expect(r.status == 0, "\(r.err)")
+        #expect(r.out == #"{"text":"Grüße2026","bytes":"R3LDvMOfZTIwMjY=","modes":["byte","numeric"],"eci":26,"segments":[{"mode":"byte","eci":26,"bytes":"R3LDvMOfZQ=="},{"mode":"numeric","eci":26,"bytes":"MjAyNg=="}],"version":1,"level":"M","corners":[[16,16],[100,16],[100,100],[16,100]]}"# + "\n")
+        let both = try Tools.run("pair-scan", ["--json", "--raw", p])
+        #expect(both.status == 64 && both.err.contains("cannot be used together"))
+    }
+
+    @Test func theOneValidOfferAmongSeveralCodes() throws {
+        let d = TempDir()
+        let url = try QRRenderer(code: QRCode.encode(segments: [.bytes(Array("https://example.com/".utf8))], level: .M), margin: 4, moduleSize: 4).raster()
+        let offer = try QRRenderer(code: QRCode.encode(alphanumeric: PairScanTests.offer, level: .M), margin: 4, moduleSize: 4).raster()
+        let other = PairScanTests.offer.replacingOccurrences(of: "ABCDEFGH", with: "HGFEDCBA")
+        let second = try QRRenderer(code: QRCode.encode(alphanumeric: other, level: .M), margin: 4, moduleSize: 4).raster()
+        func poster(_ codes: [GrayImage], _ name: String) throws -> String {
+            var canvas = GrayImage(width: codes.reduce(0) { $0 + $1.width + 20 }, height: codes.map(\.height).max()! + 40, fill: 255)
+            var x = 10
+            for c in codes {
+                for j in 0..<c.height { for i in 0..<c.width { canvas[x + i, 20 + j] = c[i, j] } }
+                x += c.width + 20
+            }
+            let p = d.file(name)
+            FileManager.default.createFile(atPath: p, contents: Data(try PNGCodec.encode(canvas)))
+            return p
+        }
+        let r = try Tools.run("pair-scan", ["--now", PairScanTests.now, try poster([url, offer], "two.png")])
+        #expect(r.status == 0, "\(r.err)")
+        #expect(r.lines.count == 1 && r.out.contains(PairScanTests.offer))
+        #expect(r.err.contains("2 QR codes; using the one valid pairing offer among them"))
+        let raw = try Tools.run("pair-scan", ["--raw", try poster([url, offer], "two-raw.png")])
+        #expect(raw.lines == ["https://example.com/", PairScanTests.offer])
+        let two = try Tools.run("pair-scan", ["--now", PairScanTests.now, try poster([offer, second], "offers.png")])
+        #expect(two.status == 1 && two.out.isEmpty)
+        #expect(two.err.contains("found 2 different pairing offers"))
     }
 
     @Test func severalFilesOneBadDoesNotStopTheRest() throws {

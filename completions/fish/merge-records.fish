@@ -5,6 +5,7 @@ complete -c merge-records -l export -d 'Store mode: write the store\'s records a
 complete -c merge-records -l since -x -d 'With --export: only records changed after change number SEQ, oldest change first (the incremental form).'
 complete -c merge-records -l cursor -r -F -d 'With --export: read SEQ from FILE (0 when FILE does not exist), export the changes after it, then replace FILE with the last change number written. Repeating the command exports only what changed since.'
 complete -c merge-records -l add-photo -r -F -d 'Store mode: keep the bytes of FILE, and of every FILE after it (--add-photo photos/*.jpg), in the store, named by their lowercase SHA-256 hex, and print {"file","sha256","size"} per file. Records name photos by that hash. All files go in one transaction.'
+complete -c merge-records -l backup -r -F -d 'Store mode: write a consistent copy of the whole store to FILE (a new file, mode 0600), safe while peer-sync or another merge-records writes to the store; prints {"backup","bytes","records","changeSeq"}.'
 complete -c merge-records -l explain -d 'Write, per id, which rule decided as one JSON line on standard error.'
 complete -c merge-records -l explain-file -r -F -d 'Write the --explain lines to PATH instead of standard error.'
 complete -c merge-records -l now -x -d 'Use TIME (RFC 3339) as the current time, for tests and replays.'

@@ -45,11 +45,13 @@ extension Store {
 
     /// Owner: what to tell `member`: up to which of its change numbers
     /// everything it had has reached every current device, and which devices
-    /// have not yet heard its latest changes (with when each last synced).
+    /// have not yet heard everything the owner holds (with when each last synced).
     func familyAcknowledgement(for member: String) throws -> (acked: Int64, waitingFor: [(device: String, lastSynced: Timestamp?)]) {
         let all = try acknowledgedByAllMembers() ?? 0
         let acked = try db.scalarInt("SELECT max(peer_seq) FROM ack_points WHERE device = ? AND own_seq <= ?", [.text(member), .int(all)]) ?? 0
-        let newest = try db.scalarInt("SELECT max(own_seq) FROM ack_points WHERE device = ?", [.text(member)]) ?? 0
+        // A device that has not heard everything the owner holds now holds back
+        // what the member is waiting on (it can hold nothing the owner has not).
+        let newest = try currentChangeSeq
         let me = try deviceID
         let waiting = try devices()
             .filter { $0.deviceID != me && $0.deviceID != member && $0.revokedAt == nil && $0.sentSeq < newest }

@@ -169,18 +169,22 @@ extension Store {
                 Int(try db.scalarInt("SELECT count(*) FROM records WHERE deleted = 1 AND modified_at < ? AND seq > ?", [.int(cutoff), .int(seq)]) ?? 0)
             }
             if let fam = try family(), fam.role == .member {
-                // The owner holds back what it has not received yet; the devices
-                // it named as not having heard this one's changes hold back the rest.
-                if let owner = try device(fam.ownerDevice), owner.revokedAt == nil {
-                    let n = try held(after: owner.sentSeq)
-                    if n > 0 { report.heldBackBy.append((owner, n)) }
-                }
+                // The devices the owner named as behind it hold back what every
+                // device has not heard of; the owner holds back what it has not
+                // received yet, and, when nobody is behind, what it has not yet
+                // confirmed (it will, on the next contact).
                 let n = try held(after: ack)
+                var behind: [(DeviceInfo, Int)] = []
                 for w in try familyWaitingFor() where n > 0 && w.device != fam.ownerDevice {
                     guard var d = try device(w.device), d.revokedAt == nil else { continue }
                     d.lastSyncedAt = w.lastSynced
-                    report.heldBackBy.append((d, n))
+                    behind.append((d, n))
                 }
+                if let owner = try device(fam.ownerDevice), owner.revokedAt == nil {
+                    let unsent = try held(after: owner.sentSeq)
+                    if unsent > 0 || (behind.isEmpty && n > 0) { report.heldBackBy.append((owner, behind.isEmpty ? n : unsent)) }
+                }
+                report.heldBackBy += behind
             } else {
                 for d in try devices() where d.deviceID != me && d.revokedAt == nil {
                     let n = try held(after: d.sentSeq)

@@ -106,16 +106,23 @@ struct HelloMessage: Equatable {
     /// `after` it shows whether both stores remember the same last session.
     var sent: Int64
     var software: String
+    /// The sender's current change number, so the receiver can show how
+    /// many records are coming (at most `changes - after`); optional, for
+    /// progress only.
+    var changes: Int64?
 
     var json: JSONValue {
-        .object([("protocol", .int(version)), ("device", .string(device)), ("family", .string(family)), ("role", .string(role.rawValue)),
+        var o: [(String, JSONValue)] = [("protocol", .int(version)), ("device", .string(device)), ("family", .string(family)), ("role", .string(role.rawValue)),
                  ("clock", .string(clock.rfc3339)), ("epoch", .int(epoch)), ("after", .int(after)), ("sent", .int(sent)),
-                 ("software", .string(software))])
+                 ("software", .string(software))]
+        if let changes { o.append(("changes", .int(changes))) }
+        return .object(o)
     }
 
     init(version: Int64 = Int64(SyncProtocol.version), device: String, family: String, role: FamilyInfo.Role, clock: Timestamp,
-         epoch: Int64, after: Int64, sent: Int64 = 0, software: String = FamilySyncInfo.version) {
+         epoch: Int64, after: Int64, sent: Int64 = 0, software: String = FamilySyncInfo.version, changes: Int64? = nil) {
         self.sent = sent
+        self.changes = changes
         self.version = version
         self.device = device
         self.family = family
@@ -137,6 +144,7 @@ struct HelloMessage: Equatable {
         after = try r.int("after")
         sent = try r.int("sent")
         software = try r.optionalString("software", maxBytes: 64) ?? ""
+        changes = r.value["changes"]?.int64Value.flatMap { $0 >= 0 ? $0 : nil }
     }
 }
 

@@ -135,9 +135,9 @@ final class SyncSession {
         }
     }
 
-    private func enter(_ p: SessionPhase) {
+    private func enter(_ p: SessionPhase, _ extra: [(String, JSONValue)] = []) {
         phase = p
-        emit("phase", [("phase", .string(p.rawValue))])
+        emit("phase", [("phase", .string(p.rawValue))] + extra)
     }
 
     private var peerName: String { peer.address.map { "\(peer.device) at \($0)" } ?? peer.device }
@@ -152,7 +152,7 @@ final class SyncSession {
         snapshot = try store.currentChangeSeq
         let (myRecv, mySent) = (try store.receivedCursor(from: peer.device), try store.sentCursor(to: peer.device))
         let hello = HelloMessage(version: options.faults.contains(.speakVersion1) ? 1 : Int64(SyncProtocol.version), device: me, family: family.id, role: family.role, clock: clock.now(),
-                                 epoch: try store.familyEpoch, after: myRecv, sent: mySent)
+                                 epoch: try store.familyEpoch, after: myRecv, sent: mySent, changes: snapshot)
         channel.send(.hello, json: hello.json)
         let deadline = Deadline(after: SyncLimits.idleTimeout)
         let f = try nextFrame(deadline: deadline, expecting: "HELLO")
@@ -178,8 +178,11 @@ final class SyncSession {
             try store.write { try store.forgetAcknowledgementPoints(member: peer.device) }
         }
         if family.role == .owner && h.role == .member && !peer.newToFamily { incomingFloor = try store.purgeFloor }
+        // How many records are coming at most, for progress: the peer's changes after where it sends from.
+        let peerSendsAfter = continuous ? myRecv : 0
+        let expected: JSONValue = h.changes.map { .int(max(0, $0 - (peerSendsAfter <= $0 ? peerSendsAfter : 0))) } ?? .null
         emit("hello", [("peer", .string(h.device)), ("role", .string(h.role.rawValue)), ("clockSkewMs", .int(summary.clockSkewMilliseconds)),
-                       ("full", .bool(sendAfter == 0)), ("continuous", .bool(continuous))])
+                       ("full", .bool(sendAfter == 0)), ("continuous", .bool(continuous)), ("recordsExpected", expected)])
         if summary.clockSkewReported {
             emit("clock-skew", [("ms", .int(summary.clockSkewMilliseconds))])
         }
@@ -344,7 +347,9 @@ final class SyncSession {
         summary.photosSent = responder.sent
         // Our own photo waves, from the peer's first records on.
         if !waves.finished {
-            if peerRecordsEnded && phase != .photos { enter(.photos) }
+            if peerRecordsEnded && phase != .photos {
+                enter(.photos, [("photosWanted", .int(Int64(try store.wantedPhotoCount()) + waves.received))])
+            }
             let n = try waves.advance(channel, recordsComplete: peerRecordsEnded)
             if n > 0 { emit("wave", [("wave", .int(waves.waveNumber)), ("requested", .int(n))]) }
         }
@@ -471,7 +476,9 @@ final class SyncSession {
         let rate = (channel.bytesSent + channel.bytesReceived) * 1000 / ms
         emit("progress", [("phase", .string(phase.rawValue)), ("wave", .int(waves.waveNumber)), ("bytesSent", .int(channel.bytesSent)),
                           ("bytesReceived", .int(channel.bytesReceived)), ("bytesPerSecond", .int(rate)),
-                          ("recordsReceived", .int(summary.recordsReceived)), ("photosReceived", .int(waves.received))])
+                          ("recordsReceived", .int(summary.recordsReceived)), ("photosReceived", .int(waves.received)),
+                          ("recordsSent", .int(summary.recordsSent)), ("photosSent", .int(responder.sent)),
+                          ("photosUnavailable", .int(waves.unavailable))])
     }
 
     // MARK: Closing

@@ -18,6 +18,9 @@ public enum MergeRecordsCommand {
         o.takesArguments = true
         return o
     }()
+    static let backup = OptionSpec("backup", valueName: "FILE",
+        help: "Store mode: write a consistent copy of the whole store to FILE (a new file, mode 0600), safe while peer-sync or another merge-records writes to the store; prints {\"backup\",\"bytes\",\"records\",\"changeSeq\"}.",
+        completion: .file)
     static let explain = OptionSpec.flag("explain",
         help: "Write, per id, which rule decided as one JSON line on standard error.")
     static let explainFile = OptionSpec("explain-file", valueName: "PATH",
@@ -31,7 +34,9 @@ public enum MergeRecordsCommand {
 
         Pure mode, merge-records [--now TIME] LOCAL REMOTE, reads two record sets (either may be -, standard input) and writes the merged set to standard output, one line per id, sorted by id in byte order. For each id the version kept is chosen by the rule below; duplicates of an id inside one input are resolved by the same rule, so a change log is a valid input. Winners are written verbatim: the original bytes of the line, unknown fields included, with only modifiedAt rewritten when it is not already in canonical form or was clamped.
 
-        Store mode, merge-records --db STORE [FILE] (or with $FAMILY_SYNC_DB naming the store and at most one FILE), applies the records of FILE (default -) to the store in one transaction, all or nothing, and prints one JSON summary: received, applied (replaced or created the held version), keptLocal (lost to the held version), unchanged (the same version as held), clamped, resurrected (a live version replaced a tombstone) and deleted (a tombstone replaced a live version). --stamp applies local edits instead, --export writes the store out, --add-photo keeps photo files.
+        Store mode, merge-records --db STORE [FILE] (or with $FAMILY_SYNC_DB naming the store and at most one FILE), applies the records of FILE (default -) to the store in one transaction, all or nothing, and prints one JSON summary: received, applied (replaced or created the held version), keptLocal (lost to the held version), unchanged (the same version as held), clamped, resurrected (a live version replaced a tombstone) and deleted (a tombstone replaced a live version). --stamp applies local edits instead, --export writes the store out, --add-photo keeps photo files, --backup copies the store.
+
+        Backups: while peer-sync serves, recent changes live in the store's write-ahead log (STORE-wal), so copying the store file alone may miss them. --backup FILE writes the whole store as of one moment to a new file, with SQLite's VACUUM INTO inside one read transaction, while other processes keep writing. To restore, stop the tools using the store and put the copy in its place (remove STORE-wal and STORE-shm). A restored store is safe to sync: its peers see that it remembers an older last session and both send everything, and records the family purged since the copy was taken are not brought back (docs/protocol.md, "No resurrection").
 
         The rule, for one id, an incoming (REMOTE) version against the held (LOCAL) one:
 
@@ -51,7 +56,7 @@ public enum MergeRecordsCommand {
 
         The --explain lines are JSON: in pure mode {"id","rule","winner":"local"|"remote","versions","clamped"}, in store mode {"line","id","rule","winner":"incoming"|"held","clamped"}; rule is one of new (no other version), later-wins, live-beats-tombstone, greater-device, same-version.
         """,
-        options: [CommonOptions.db, stamp, export, since, cursor, addPhoto, explain, explainFile, CommonOptions.now, CommonOptions.quiet],
+        options: [CommonOptions.db, stamp, export, since, cursor, addPhoto, backup, explain, explainFile, CommonOptions.now, CommonOptions.quiet],
         arguments: [
             ArgumentSpec("LOCAL", help: "Pure mode: the records held here. Store mode: the records to apply (FILE).", default: "- in store mode"),
             ArgumentSpec("REMOTE", help: "Pure mode: the incoming records, the only ones clamped."),
@@ -64,6 +69,7 @@ public enum MergeRecordsCommand {
             Example("Keep a photo and name it from a record:",
                     "h=$(merge-records --db kid.db --add-photo receipt.jpg | jq -r .sha256)\necho \"{\\\"id\\\":\\\"r-9\\\",\\\"type\\\":\\\"receipt\\\",\\\"photos\\\":[\\\"$h\\\"]}\" | merge-records --db kid.db --stamp"),
             Example("Export only what changed since the last run:", "merge-records --db kid.db --export --cursor kid.cursor > changes.ndjson"),
+            Example("Back up the store while peer-sync serves it:", "merge-records --db kid.db --backup kid-$(date +%F).db"),
             Example("See which rule decided each id:", "merge-records --explain-file why.ndjson a.ndjson b.ndjson > merged.ndjson"),
         ],
         seeAlso: AllTools.seeAlso(except: "merge-records")
@@ -74,19 +80,27 @@ public enum MergeRecordsCommand {
         let inputs = a.positionals
         // $FAMILY_SYNC_DB names the store as --db does; two inputs still mean pure mode.
         let storeMode = a.isSet(Option.db) || (ctx.storeNamed && inputs.count < 2) || a.flag(Option.stamp) || a.flag(Option.export)
-            || a.isSet(Option.since) || a.isSet(Option.cursor) || a.isSet(Option.addPhoto)
+            || a.isSet(Option.since) || a.isSet(Option.cursor) || a.isSet(Option.addPhoto) || a.isSet(Option.backup)
         if (a.isSet(Option.since) || a.isSet(Option.cursor)) && !a.flag(Option.export) {
             throw ToolError.usage("--since and --cursor go with --export")
         }
         if a.isSet(Option.since) && a.isSet(Option.cursor) { throw ToolError.usage("give --since or --cursor, not both") }
-        let modes = [a.flag(Option.stamp), a.flag(Option.export), a.isSet(Option.addPhoto)].filter { $0 }.count
-        if modes > 1 { throw ToolError.usage("--stamp, --export and --add-photo are separate modes; give one") }
+        let modes = [a.flag(Option.stamp), a.flag(Option.export), a.isSet(Option.addPhoto), a.isSet(Option.backup)].filter { $0 }.count
+        if modes > 1 { throw ToolError.usage("--stamp, --export, --add-photo and --backup are separate modes; give one") }
 
         guard storeMode else {
             guard inputs.count == 2 else {
                 throw ToolError.usage(inputs.isEmpty ? "missing LOCAL and REMOTE (or --db STORE to use the store)" : "missing REMOTE (or --db STORE to apply one input to the store)")
             }
             return try runPure(ctx, local: inputs[0], remote: inputs[1])
+        }
+        if let target = a.value(Option.backup) {
+            if let extra = inputs.first { throw ToolError.usage("unexpected argument '\(extra)' (--backup reads no records)") }
+            let store = try ctx.store(create: false)
+            let copy = try store.backup(to: target)
+            try ctx.out.writeLine(.object([("backup", .string(target)), ("bytes", .int(copy.bytes)), ("records", .int(copy.records)),
+                                           ("changeSeq", .int(copy.changeSeq))]))
+            return .success
         }
         if a.flag(Option.export) {
             if let extra = inputs.first { throw ToolError.usage("unexpected argument '\(extra)' (--export reads no records)") }
@@ -231,5 +245,6 @@ extension MergeRecordsCommand {
         case quiet
         case since
         case stamp
+        case backup
     }
 }

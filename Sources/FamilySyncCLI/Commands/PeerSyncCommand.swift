@@ -126,7 +126,10 @@ public enum PeerSyncCommand {
         sent, received, applied and clamped; photos sent, received, \
         unavailable and still wanted; bytes; duration; clock skew; last \
         synced; the record-state digests of both sides. Progress goes to \
-        standard error when it is a terminal, and to --events as NDJSON.
+        standard error when it is a terminal, as one line cut to its width \
+        (the phase, records and photos done of total, time left, rate and \
+        bytes) that is cleared when the session ends; serve's listening line \
+        and one line per session stay. --events gets every event as NDJSON.
         """,
         subcommands: [serve, join, connect, revoke, status],
         seeAlso: AllTools.seeAlso(except: "peer-sync"),
@@ -144,9 +147,11 @@ public enum PeerSyncCommand {
             ("Events", """
             With --events, each line is a JSON object with event and time: \
             listening (address, device, family, role), session, joined, hello \
-            (peer, role, clockSkewMs, full), clock-skew, family-key, proof, \
-            phase (records, photos), wave (wave, requested), wave-timeout, \
-            progress (phase, wave, bytes, rate), done-sent, done-received, \
+            (peer, role, clockSkewMs, full, recordsExpected: at most this many \
+            records are coming), clock-skew, family-key, proof, \
+            phase (records, photos with photosWanted), wave (wave, requested), wave-timeout, \
+            progress (phase, wave, bytes, rate, records and photos received \
+            and sent, photos unavailable), done-sent, done-received, \
             synced, ended (outcome), busy, refused (reason, message), rejected, \
             peer-hint, unreachable, revoked, warning.
             """),
@@ -215,13 +220,11 @@ public enum PeerSyncCommand {
     /// Events to --events as NDJSON, progress to a terminal, warnings to stderr.
     static func observer(_ ctx: ToolContext) throws -> (SyncObserver, EventLog?) {
         let log = try (ctx.args.declares(Option.events) ? ctx.args.value(Option.events) : nil).map { try EventLog(path: $0) }
+        let view = SyncProgressView(ctx)
         let obs: SyncObserver = { e in
             log?.write(e.json(time: Timestamp.current()))
+            view.handle(e)
             switch e.name {
-            case "progress":
-                ctx.progress(progressLine(e))
-            case "phase", "wave", "listening", "session", "busy":
-                ctx.progress(e.line)
             case "clock-skew":
                 let ms = e.fields.first { $0.0 == "ms" }?.1.int64Value ?? 0
                 ctx.endProgress()
@@ -240,15 +243,6 @@ public enum PeerSyncCommand {
             }
         }
         return (obs, log)
-    }
-
-    /// "photos, wave 3: 120.5 MB in, 0.1 MB out, 85.2 MB/s" for a terminal.
-    static func progressLine(_ e: SyncEvent) -> String {
-        func field(_ k: String) -> JSONValue? { e.fields.first { $0.0 == k }?.1 }
-        func mb(_ k: String) -> String { String(format: "%.1f MB", Double(field(k)?.int64Value ?? 0) / 1e6) }
-        let phase = field("phase")?.stringValue ?? ""
-        let wave = field("wave")?.int64Value ?? 0
-        return "\(phase)\(wave > 0 ? ", wave \(wave)" : ""): \(mb("bytesReceived")) in, \(mb("bytesSent")) out, \(mb("bytesPerSecond"))/s"
     }
 
     static func describe(ms: Int64) -> String {
@@ -289,6 +283,7 @@ public enum PeerSyncCommand {
             case let .success(summary):
                 try ctx.out.writeLine(summary.json)
                 try ctx.out.flush()
+                ctx.log(SyncProgressView.sessionLine(summary.json))
             case let .failure(e):
                 ctx.warn(e.message)
             }

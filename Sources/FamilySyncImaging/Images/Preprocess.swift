@@ -164,3 +164,15 @@ extension GrayImage {
         return GrayImage(width: width, height: height, pixels: out)
     }
 }
+
+extension GrayImage {
+    /// Left and right swapped: a mirrored code reads upright.
+    public func mirrored() -> GrayImage {
+        var out = [UInt8](repeating: 0, count: pixels.count)
+        for y in 0..<height {
+            let row = y * width
+            for x in 0..<width { out[row + x] = pixels[row + width - 1 - x] }
+        }
+        return GrayImage(width: width, height: height, pixels: out)
+    }
+}

@@ -1,29 +1,42 @@
 import FamilySync
 import Foundation
 
-/// Finds QR codes in a photo: zbar, run on a ladder of preprocessed versions
-/// of the image in order of cost and usefulness, until a step finds what the
-/// caller wants. zbar's Reed–Solomon check decides every read; preprocessing
-/// only helps it find and sample the code, so no step can turn a bad read
-/// into a text. `workers` (a fixed two, whatever the machine's core count)
-/// climb the ladder side by side, each with its own zbar scanner.
+/// Finds QR codes in a photo: two engines, ZXing-C++ and zbar, run on a
+/// ladder of preprocessed versions of the image in order of usefulness for
+/// their cost, until a step finds what the caller wants. Each engine's
+/// Reed–Solomon check decides every read; preprocessing only helps it find
+/// and sample a code, so no step can turn a bad read into a text. `workers`
+/// (a fixed two, whatever the machine's core count) climb the ladder side
+/// by side, each with its own zbar scanner.
 public struct QRReader: Sendable {
     /// Workers climbing the ladder at once.
     public static let workers = 2
 
-    /// One rung of the ladder: a name and how to make its image from the photo.
-    public struct Step: Sendable {
-        public var name: String
-        var make: @Sendable (Rungs) -> GrayImage?
+    public enum Engine: String, Sendable { case zxing, zbar }
+
+    /// A step's image, and how its pixels map back to the photo's.
+    struct Rendition: Sendable {
+        var image: GrayImage
+        var toPhoto: @Sendable (ImagePoint) -> ImagePoint
     }
 
-    /// What a scan found: the payloads of the first step that satisfied the
-    /// caller, and every payload seen on the way.
+    /// One rung of the ladder: an engine, and how to make its image from the photo.
+    public struct Step: Sendable {
+        public var name: String
+        public var engine: Engine
+        var make: @Sendable (Rungs) -> Rendition?
+    }
+
+    /// What a scan found: the codes of the steps up to the first that
+    /// satisfied the caller, each once, in reading order.
     public struct Result: Sendable {
-        public var payloads: [[UInt8]]
+        public var codes: [ScannedCode]
+        /// The step that satisfied the caller (engine/rung), nil if none did.
         public var step: String?
-        public var seen: [[UInt8]]
+        /// Every code seen on the steps that ran, in reading order.
+        public var seen: [ScannedCode]
         public var stepsTried: Int
+        public var texts: [String] { codes.map(\.text) }
     }
 
     /// The most pixels the preprocessing ladder works on: 8 megapixels. A
@@ -34,61 +47,112 @@ public struct QRReader: Sendable {
 
     public init() {}
 
-    /// Scans until `accept` says a step's payloads are enough (default: any code).
-    public func scan(_ image: GrayImage, accept: @escaping @Sendable ([[UInt8]]) -> Bool = { !$0.isEmpty }) -> Result {
+    /// Scans until `accept` says the codes found so far are enough (default: any code).
+    public func scan(_ image: GrayImage, accept: @escaping @Sendable ([ScannedCode]) -> Bool = { !$0.isEmpty }) -> Result {
         var working = image
+        var factor = 1
         var steps: [Step] = []
         if image.pixelCount > QRReader.maxWorkingPixels {
-            var f = 2
-            while image.pixelCount / (f * f) > QRReader.maxWorkingPixels { f += 1 }
-            working = image.downscaled(by: f)
-            steps.append(Step(name: "full-size", make: { _ in image }))
+            factor = 2
+            while image.pixelCount / (factor * factor) > QRReader.maxWorkingPixels { factor += 1 }
+            working = image.downscaled(by: factor)
+            steps.append(Step(name: "full-size", engine: .zxing, make: { _ in Rendition(image: image, toPhoto: { $0 }) }))
         }
-        steps += QRReader.ladder(for: working)
-        let ladder = steps
+        let f = Double(factor)
+        steps += QRReader.ladder(for: working).map { s in
+            guard factor > 1 else { return s }
+            var t = s
+            t.make = { r in s.make(r).map { v in Rendition(image: v.image, toPhoto: { p in let q = v.toPhoto(p); return ImagePoint(x: q.x * f, y: q.y * f) }) } }
+            return t
+        }
+        return run(steps, on: working, accept: accept)
+    }
+
+    /// Every step of the ladder, each on its own: which steps read which
+    /// codes (for measuring the ladder, not for use).
+    public func eachStep(_ image: GrayImage) -> [(step: String, codes: [ScannedCode])] {
+        let rungs = Rungs(base: image)
+        let zbar = ZBarScanner()
+        return QRReader.ladder(for: image).map { s in ("\(s.engine.rawValue)/\(s.name)", QRReader.read(s, rungs, zbar)) }
+    }
+
+    static func read(_ step: Step, _ rungs: Rungs, _ zbar: ZBarScanner) -> [ScannedCode] {
+        guard let r = step.make(rungs) else { return [] }
+        let found = step.engine == .zxing ? ZXingScanner().scan(r.image) : zbar.scan(r.image)
+        return found.map { c in
+            var c = c
+            c.corners = c.corners.map(r.toPhoto)
+            return c
+        }
+    }
+
+    func run(_ ladder: [Step], on working: GrayImage, accept: @escaping @Sendable ([ScannedCode]) -> Bool) -> Result {
         let state = LadderState()
         let rungs = Rungs(base: working)
         DispatchQueue.concurrentPerform(iterations: QRReader.workers) { _ in
-            let scanner = ZBarScanner()
+            let zbar = ZBarScanner()
             while let i = state.next(limit: ladder.count) {
-                var found: [[UInt8]] = []
-                // A redrawn montage can hold one code several times: each text once.
-                for p in ladder[i].make(rungs).map({ scanner.scan($0) }) ?? [] where !found.contains(p) { found.append(p) }
-                state.record(index: i, found: found, accepted: !found.isEmpty && accept(found))
+                state.record(index: i, found: QRReader.read(ladder[i], rungs, zbar), accept: accept)
             }
         }
         return state.result(steps: ladder)
     }
 
-    /// Hands out step indexes in order and keeps what was found; once a step
-    /// is accepted, no later step starts (earlier ones still finish, and the
-    /// earliest accepted step wins, so the result does not depend on timing).
+    /// The codes of several steps, each once, in reading order.
+    static func merge(_ lists: [[ScannedCode]]) -> [ScannedCode] {
+        var out: [ScannedCode] = []
+        for list in lists {
+            for c in list {
+                if let k = out.firstIndex(where: { $0.isSameCode(as: c) }) {
+                    // A read with a parsed bitstream says more than zbar's bytes.
+                    if out[k].stream == nil, c.stream != nil { out[k] = c }
+                } else {
+                    out.append(c)
+                }
+            }
+        }
+        return ScannedCode.readingOrder(out)
+    }
+
+    /// Hands out step indexes in order and keeps what was found; once the
+    /// codes of steps 0...k satisfy the caller, no step after k starts, and
+    /// the result is those steps' codes (so it does not depend on timing).
     final class LadderState: @unchecked Sendable {
         private let lock = NSLock()
         private var nextIndex = 0
-        private var best: (index: Int, payloads: [[UInt8]])?
-        private var seen: [(Int, [UInt8])] = []
+        private var found: [Int: [ScannedCode]] = [:]
+        private var accepted: Int?
         private var tried = 0
 
         func next(limit: Int) -> Int? {
             lock.lock(); defer { lock.unlock() }
-            guard nextIndex < limit, best == nil || nextIndex < best!.index else { return nil }
+            guard nextIndex < limit, accepted == nil || nextIndex <= accepted! else { return nil }
             nextIndex += 1
             tried += 1
             return nextIndex - 1
         }
 
-        func record(index: Int, found: [[UInt8]], accepted: Bool) {
+        func record(index: Int, found codes: [ScannedCode], accept: ([ScannedCode]) -> Bool) {
             lock.lock(); defer { lock.unlock() }
-            for p in found { seen.append((index, p)) }
-            if accepted, best == nil || index < best!.index { best = (index, found) }
+            found[index] = codes
+            // The earliest k whose steps 0...k have all finished and together satisfy the caller.
+            var k = 0
+            var prefix: [[ScannedCode]] = []
+            while let f = found[k], accepted.map({ k < $0 }) ?? true {
+                prefix.append(f)
+                if !f.isEmpty, accept(QRReader.merge(prefix)) { accepted = k; break }
+                k += 1
+            }
         }
 
         func result(steps: [Step]) -> Result {
             lock.lock(); defer { lock.unlock() }
-            var ordered: [[UInt8]] = []
-            for (_, p) in seen.sorted(by: { $0.0 < $1.0 }) where !ordered.contains(p) { ordered.append(p) }
-            return Result(payloads: best?.payloads ?? [], step: best.map { steps[$0.index].name }, seen: ordered, stepsTried: tried)
+            let upTo = accepted ?? (steps.count - 1)
+            let kept = (0...max(0, upTo)).compactMap { found[$0] }
+            let all = found.keys.sorted().compactMap { found[$0] }
+            let codes = accepted == nil ? [] : QRReader.merge(kept)
+            return Result(codes: codes, step: accepted.map { "\(steps[$0].engine.rawValue)/\(steps[$0].name)" },
+                          seen: QRReader.merge(all), stepsTried: tried)
         }
     }
 
@@ -96,7 +160,6 @@ public struct QRReader: Sendable {
     /// worker needs it first.
     final class Rungs: @unchecked Sendable {
         let base: GrayImage
-        private let lock = NSLock()
         private var cache: [String: GrayImage] = [:]
         private var making: Set<String> = []
         private let ready = NSCondition()
@@ -122,6 +185,7 @@ public struct QRReader: Sendable {
         }
 
         var half: GrayImage { cached("half") { $0.base.downscaled(by: 2) } }
+        var inverted: GrayImage { cached("inverted") { $0.base.inverted() } }
         var stretched: GrayImage { cached("stretched") { $0.base.contrastStretched() } }
         func normalized(_ r: Int) -> GrayImage { cached("normalized") { $0.base.locallyNormalized(radius: r) } }
         func halfNormalized(_ r: Int) -> GrayImage { cached("half-normalized") { $0.half.locallyNormalized(radius: r) } }
@@ -129,32 +193,48 @@ public struct QRReader: Sendable {
     }
 
     /// The ladder, most useful for its cost first (measured on the benchmark
-    /// corpus: most codes read as they are, then inverted, then at half size).
-    /// A step that cannot help an image of this size is left out.
+    /// corpus). A step that cannot help an image of this size is left out.
+    /// ZXing does not read mirrored codes (zbar does), so its main rungs
+    /// have mirrored twins; zbar cannot read a code rotated by much off
+    /// upright at small module sizes, ZXing can, so both engines share the work.
     static func ladder(for image: GrayImage) -> [Step] {
         let minSide = min(image.width, image.height)
         let maxSide = max(image.width, image.height)
+        let w = Double(image.width)
         var steps: [Step] = []
-        func add(_ name: String, _ make: @escaping @Sendable (Rungs) -> GrayImage?) { steps.append(Step(name: name, make: make)) }
+        @Sendable func same(_ img: GrayImage) -> Rendition { Rendition(image: img, toPhoto: { $0 }) }
+        @Sendable func scaled(_ img: GrayImage, _ s: Double) -> Rendition { Rendition(image: img, toPhoto: { ImagePoint(x: $0.x * s, y: $0.y * s) }) }
+        @Sendable func mirrored(_ img: GrayImage) -> Rendition { Rendition(image: img.mirrored(), toPhoto: { ImagePoint(x: w - $0.x, y: $0.y) }) }
+        func add(_ engine: Engine, _ name: String, _ make: @escaping @Sendable (Rungs) -> Rendition?) {
+            steps.append(Step(name: name, engine: engine, make: make))
+        }
         let r = max(8, minSide / 16)
         let halves = minSide >= 240
-        add("gray") { $0.base }
-        add("inverted") { $0.base.inverted() }
-        if halves { add("half") { $0.half } }
-        add("sharpened") { $0.base.sharpened(radius: 2, amount: 150) }
-        add("rectified") { QRRectifier.rectify(gray: $0.base, binary: $0.threshold(r)) }
-        add("normalized") { $0.normalized(r) }
-        add("normalized-inverted") { $0.normalized(r).inverted() }
-        add("rectified-inverted") { QRRectifier.rectify(gray: $0.base.inverted(), binary: $0.threshold(r).inverted()) }
+        add(.zxing, "gray") { same($0.base) }
+        add(.zbar, "gray") { same($0.base) }
+        add(.zxing, "inverted") { same($0.inverted) }
+        add(.zbar, "inverted") { same($0.inverted) }
+        add(.zxing, "normalized") { same($0.normalized(r)) }
+        add(.zxing, "stretched") { same($0.stretched) }
+        if halves { add(.zbar, "half") { scaled($0.half, 2) } }
+        add(.zbar, "sharpened") { same($0.base.sharpened(radius: 2, amount: 150)) }
+        add(.zbar, "rectified") { QRRectifier.rectify(gray: $0.base, binary: $0.threshold(r)) }
+        add(.zbar, "normalized") { same($0.normalized(r)) }
+        add(.zbar, "normalized-inverted") { same($0.normalized(r).inverted()) }
+        add(.zxing, "normalized-inverted") { same($0.normalized(r).inverted()) }
+        add(.zbar, "rectified-inverted") { QRRectifier.rectify(gray: $0.inverted, binary: $0.threshold(r).inverted()) }
         if halves {
-            add("half-normalized") { $0.halfNormalized(max(6, r / 2)) }
-            add("half-normalized-inverted") { $0.halfNormalized(max(6, r / 2)).inverted() }
+            add(.zbar, "half-normalized") { scaled($0.halfNormalized(max(6, r / 2)), 2) }
+            add(.zbar, "half-normalized-inverted") { scaled($0.halfNormalized(max(6, r / 2)).inverted(), 2) }
         }
-        add("stretched") { $0.stretched }
+        add(.zbar, "stretched") { same($0.stretched) }
         // Small images only: enlarging costs four scans' worth.
-        if maxSide <= 800 { add("double") { $0.base.resized(width: $0.base.width * 2, height: $0.base.height * 2) } }
-        add("threshold") { $0.threshold(r) }
-        add("threshold-inverted") { $0.threshold(r).inverted() }
+        if maxSide <= 800 { add(.zbar, "double") { scaled($0.base.resized(width: $0.base.width * 2, height: $0.base.height * 2), 0.5) } }
+        add(.zbar, "threshold") { same($0.threshold(r)) }
+        add(.zbar, "threshold-inverted") { same($0.threshold(r).inverted()) }
+        add(.zxing, "gray-mirrored") { mirrored($0.base) }
+        add(.zxing, "inverted-mirrored") { mirrored($0.inverted) }
+        add(.zxing, "normalized-mirrored") { mirrored($0.normalized(r)) }
         return steps
     }
 }

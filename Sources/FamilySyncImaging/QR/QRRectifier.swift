@@ -19,12 +19,13 @@ enum QRRectifier {
     struct Finder { var x: Double; var y: Double; var module: Double; var hits: Int }
 
     /// Redraws every plausible code found in `binary` (dark = 0) from `gray`,
-    /// side by side on one white canvas; nil when no finder triple is found.
-    static func rectify(gray: GrayImage, binary: GrayImage) -> GrayImage? {
+    /// side by side on one white canvas, with the way back from the canvas to
+    /// the photo; nil when no finder triple is found.
+    static func rectify(gray: GrayImage, binary: GrayImage) -> QRReader.Rendition? {
         let finders = findFinders(binary)
         guard finders.count >= 3 else { return nil }
         let triples = bestTriples(finders)
-        var tiles: [GrayImage] = []
+        var tiles: [(image: GrayImage, homography: [Double])] = []
         for t in triples.prefix(maxCandidates) {
             // The size from the timing pattern when it can be counted, and the distance estimate and its neighbours.
             var sizes: [Int] = []
@@ -38,14 +39,25 @@ enum QRRectifier {
         }
         guard !tiles.isEmpty else { return nil }
         let gap = 8 * outputModule
-        let width = tiles.reduce(gap) { $0 + $1.width + gap }, height = (tiles.map(\.height).max() ?? 0) + 2 * gap
+        let width = tiles.reduce(gap) { $0 + $1.image.width + gap }, height = (tiles.map(\.image.height).max() ?? 0) + 2 * gap
         var canvas = GrayImage(width: width, height: height, fill: 255)
         var x0 = gap
-        for t in tiles {
+        var placed: [(x0: Int, side: Int, homography: [Double])] = []
+        for (t, hm) in tiles {
             for y in 0..<t.height { for x in 0..<t.width { canvas.pixels[(y + gap) * width + x0 + x] = t.pixels[y * t.width + x] } }
+            placed.append((x0, t.width, hm))
             x0 += t.width + gap
         }
-        return canvas
+        let s = Double(outputModule), quiet = 4.0
+        let tilesPlaced = placed
+        return QRReader.Rendition(image: canvas, toPhoto: { p in
+            // The tile the point lies on (or nearest), back through its homography.
+            let tile = tilesPlaced.min { abs(p.x - Double($0.x0 + $0.side / 2)) < abs(p.x - Double($1.x0 + $1.side / 2)) }!
+            let u = (p.x - Double(tile.x0)) / s - quiet, v = (p.y - Double(gap)) / s - quiet
+            let hm = tile.homography
+            let d = hm[6] * u + hm[7] * v + hm[8]
+            return ImagePoint(x: (hm[0] * u + hm[1] * v + hm[2]) / d, y: (hm[3] * u + hm[4] * v + hm[5]) / d)
+        })
     }
 
     // MARK: Finder patterns
@@ -193,7 +205,8 @@ enum QRRectifier {
 
     // MARK: Redrawing
 
-    static func redraw(gray: GrayImage, binary: GrayImage, triple t: Triple) -> GrayImage? {
+    /// The code redrawn square, and the homography from module coordinates to photo pixels.
+    static func redraw(gray: GrayImage, binary: GrayImage, triple t: Triple) -> (image: GrayImage, homography: [Double])? {
         let n = Double(t.size)
         // Module coordinates (u, v) of the finder centres, and where they are in the photo.
         var from: [(Double, Double)] = [(3.5, 3.5), (n - 3.5, 3.5), (3.5, n - 3.5)]
@@ -231,7 +244,7 @@ enum QRRectifier {
                 }
             }
         }
-        return GrayImage(width: side, height: side, pixels: out)
+        return (GrayImage(width: side, height: side, pixels: out), hm)
     }
 
     /// Searches around the affine estimate for the 5×5 alignment pattern

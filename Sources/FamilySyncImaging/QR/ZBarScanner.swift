@@ -4,7 +4,8 @@ import CZBar
 /// One zbar image scanner, set up for QR codes only and in binary mode: zbar
 /// hands back the bytes of byte-mode data as they are, instead of guessing a
 /// character set (its guesses turn UTF-8 into mojibake). Data a code
-/// declares with an ECI is still converted to UTF-8 by zbar.
+/// declares with an ECI is still converted to UTF-8 by zbar, and segments
+/// reach us joined, so `QRText` decides these bytes as undeclared data.
 /// Not Sendable: a scanner belongs to one thread.
 final class ZBarScanner {
     private let handle: OpaquePointer
@@ -19,29 +20,38 @@ final class ZBarScanner {
 
     deinit { zbar_image_scanner_destroy(handle) }
 
-    /// The payload of every complete QR code zbar finds. A structured-append
-    /// group with missing parts is left out: half a text is a wrong text.
-    func scan(_ image: GrayImage) -> [[UInt8]] {
+    /// Every complete QR code zbar finds. A structured-append group with
+    /// missing parts is left out: half a text is a wrong text.
+    func scan(_ image: GrayImage) -> [ScannedCode] {
         guard image.width > 0, image.height > 0 else { return [] }
         guard let zimg = zbar_image_create() else { return [] }
         defer { zbar_image_destroy(zimg) }
         zbar_image_set_format(zimg, ZBarScanner.y800)
         zbar_image_set_size(zimg, UInt32(image.width), UInt32(image.height))
-        return image.pixels.withUnsafeBytes { buf -> [[UInt8]] in
+        return image.pixels.withUnsafeBytes { buf -> [ScannedCode] in
             zbar_image_set_data(zimg, buf.baseAddress, UInt(buf.count), nil)
             let n = zbar_scan_image(handle, zimg)
             guard n > 0 else { return [] }
-            var out: [[UInt8]] = []
+            var out: [ScannedCode] = []
             var sym = zbar_image_first_symbol(zimg)
             while let s = sym {
                 defer { sym = zbar_symbol_next(s) }
                 guard zbar_symbol_get_type(s) == ZBAR_QRCODE, !ZBarScanner.isPartial(s) else { continue }
                 let len = Int(zbar_symbol_get_data_length(s))
                 guard let p = zbar_symbol_get_data(s) else { continue }
-                out.append(p.withMemoryRebound(to: UInt8.self, capacity: len) { Array(UnsafeBufferPointer(start: $0, count: len)) })
+                let bytes = p.withMemoryRebound(to: UInt8.self, capacity: len) { Array(UnsafeBufferPointer(start: $0, count: len)) }
+                out.append(ScannedCode(zbarBytes: bytes, corners: ZBarScanner.corners(s)))
             }
             return out
         }
+    }
+
+    /// zbar lists a code's corners top-left, bottom-left, bottom-right,
+    /// top-right; ours go clockwise from the top-left.
+    private static func corners(_ s: OpaquePointer) -> [ImagePoint] {
+        let n = Int(zbar_symbol_get_loc_size(s))
+        let pts = (0..<n).map { ImagePoint(x: Double(zbar_symbol_get_loc_x(s, UInt32($0))), y: Double(zbar_symbol_get_loc_y(s, UInt32($0)))) }
+        return n == 4 ? [pts[0], pts[3], pts[2], pts[1]] : pts
     }
 
     private static func isPartial(_ s: OpaquePointer) -> Bool {

@@ -3,8 +3,8 @@ import Testing
 @testable import FamilySyncImaging
 
 /// A seeded corpus of hard photos of pairing codes, made by the test itself:
-/// every one must read back to exactly its text, and the ladder must be what
-/// reads the ones plain zbar cannot.
+/// every one must read back to exactly its text in every orientation, and
+/// the ladder must be what reads the ones plain zbar cannot.
 @Suite struct HardCorpusTests {
     static let seed: UInt64 = 20_261_130
     static let perKind = 2
@@ -23,16 +23,22 @@ import Testing
         return out
     }()
 
-    @Test func everyHardImageReadsBackExactly() {
+    /// Quarter turns clockwise, and whether the image is mirrored.
+    static let orientations: [(quarters: Int, mirrored: Bool)] = [(0, false), (1, false), (2, false), (3, false), (0, true), (1, true)]
+
+    @Test(arguments: 0..<orientations.count)
+    func everyHardImageReadsBackExactly(orientation: Int) {
+        let (quarters, mirrored) = HardCorpusTests.orientations[orientation]
         let reader = QRReader()
         var failed: [String] = [], wrong: [String] = []
         for (i, s) in HardCorpusTests.corpus.enumerated() {
-            let r = reader.scan(s.image)
-            let texts = r.payloads.map { String(decoding: $0, as: UTF8.self) }
+            var img = s.image.rotatedQuarter(quarters)
+            if mirrored { img = img.mirrored() }
+            let texts = reader.scan(img).texts
             if !texts.contains(s.text) { failed.append("#\(i) \(s.kind)") }
             if texts.contains(where: { $0 != s.text }) { wrong.append("#\(i) \(s.kind): \(texts)") }
         }
-        #expect(failed.isEmpty, "not decoded: \(failed)")
+        #expect(failed.isEmpty, "not decoded at \(90 * quarters)° mirrored \(mirrored): \(failed)")
         #expect(wrong.isEmpty, "wrong texts: \(wrong)")
     }
 
@@ -43,9 +49,9 @@ import Testing
         #expect(missed.count >= HardCorpusTests.corpus.count / 4, "plain zbar missed only \(missed.count)")
         let reader = QRReader()
         for s in missed {
-            let r = reader.scan(s.image)
-            #expect(r.step != "gray", "\(s.kind)")
-            #expect(r.payloads.map { String(decoding: $0, as: UTF8.self) } == [s.text], "\(s.kind) via \(r.step ?? "nothing")")
+                let r = reader.scan(s.image)
+            #expect(r.step != "zbar/gray", "\(s.kind)")
+            #expect(r.texts == [s.text], "\(s.kind) via \(r.step ?? "nothing")")
         }
     }
 
@@ -56,7 +62,7 @@ import Testing
         let reader = QRReader()
         for img in [noise, blank] {
             let r = reader.scan(img)
-            #expect(r.payloads.isEmpty)
+            #expect(r.codes.isEmpty)
             #expect(r.seen.isEmpty)
             #expect(r.step == nil)
             #expect(r.stepsTried == QRReader.ladder(for: img).count)
@@ -72,7 +78,7 @@ import Testing
         let start = img.height / 3
         for y in start..<(start + img.height / 3) { for x in (4 * 4)..<(img.width - 16) where rng.unit() < 0.5 { img[x, y] = 255 - img[x, y] } }
         let r = QRReader().scan(img)
-        #expect(r.payloads.isEmpty, "decoded \(r.payloads.count) payloads from a code damaged beyond repair")
+        #expect(r.codes.isEmpty, "decoded \(r.texts) from a code damaged beyond repair")
         #expect(r.step == nil)
         // Not a guess anywhere on the ladder: nothing was read at all, let alone a wrong text.
         #expect(r.seen.isEmpty)
@@ -83,7 +89,7 @@ import Testing
         var rng = SplitMix64(seed: 11)
         let text = TestImages.offerText(&rng)
         let img = try TestImages.code(text, level: .L, module: 4)
-        #expect(QRReader().scan(img).payloads == [Array(text.utf8)])
+        #expect(QRReader().scan(img).texts == [text])
     }
 
     @Test func aPhotoOverTheWorkingSizeIsScannedWholeThenOnASmallerCopy() throws {
@@ -94,11 +100,14 @@ import Testing
         #expect(big.pixelCount > QRReader.maxWorkingPixels)
         for y in 0..<code.height { for x in 0..<code.width { big[x + 1400, y + 1300] = code[x, y] } }
         let r = QRReader().scan(big)
-        #expect(r.step == "full-size")
-        #expect(r.payloads == [Array(text.utf8)])
-        // Inverted, the whole photo fails and the ladder (on the copy) reads it.
+        #expect(r.step == "zxing/full-size")
+        #expect(r.texts == [text])
+        // Found on the full-size image, the corners are in its pixels.
+        #expect(abs((r.codes.first?.corners[0].x ?? 0) - Double(1400 + 4 * 6)) < 12)
+        // Inverted, the whole photo fails and the ladder (on the copy) reads it, corners scaled back.
         let inv = QRReader().scan(big.inverted())
-        #expect(inv.payloads == [Array(text.utf8)])
-        #expect(inv.step == "inverted")
+        #expect(inv.texts == [text])
+        #expect(inv.step == "zxing/inverted")
+        #expect(abs((inv.codes.first?.corners[0].x ?? 0) - Double(1400 + 4 * 6)) < 12)
     }
 }

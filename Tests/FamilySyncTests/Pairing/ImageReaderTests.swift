@@ -40,7 +40,7 @@ import Testing
                                  palette: [(255, 255, 255), (0, 0, 0)], interlaced: interlaced)
         let img = try ImageReader.decode(png)
         #expect(img == r, "\(color) \(depth)-bit interlaced=\(interlaced)")
-        #expect(QRReader().scan(img).payloads == [Array(ImageReaderTests.text.utf8)])
+        #expect(QRReader().scan(img).texts == [ImageReaderTests.text])
     }
 
     @Test func pngFromLibpngRoundTrips() throws {
@@ -60,7 +60,7 @@ import Testing
         if progressive { #expect(data.contains(0xC2) && ImageReaderTests.markers(data).contains(0xC2)) }
         let img = try ImageReader.decode(data)
         #expect(img.width == ImageReaderTests.raster.width && img.height == ImageReaderTests.raster.height)
-        #expect(QRReader().scan(img).payloads == [Array(ImageReaderTests.text.utf8)])
+        #expect(QRReader().scan(img).texts == [ImageReaderTests.text])
     }
 
     static func markers(_ d: [UInt8]) -> [UInt8] {
@@ -98,7 +98,7 @@ import Testing
         let img = try ImageReader.decode(withExif)
         #expect(img.width == upright.width && img.height == upright.height)
         // Mirrored codes do not read: only the upright image gives the text.
-        #expect(QRReader().scan(img).payloads == [Array(ImageReaderTests.text.utf8)])
+        #expect(QRReader().scan(img).texts == [ImageReaderTests.text])
     }
 
     /// The stored pixels that `o` turns into `img`.

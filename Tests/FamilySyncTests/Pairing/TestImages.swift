@@ -179,3 +179,36 @@ enum TestImages {
         return img
     }
 }
+
+/// Orientations every code must read in: quarter turns, any angle, mirrored.
+extension GrayImage {
+    /// Turned clockwise by `quarters` quarter turns, exactly (no resampling).
+    func rotatedQuarter(_ quarters: Int) -> GrayImage {
+        var img = self
+        for _ in 0..<(((quarters % 4) + 4) % 4) {
+            var out = GrayImage(width: img.height, height: img.width, fill: 0)
+            for y in 0..<img.height { for x in 0..<img.width { out[img.height - 1 - y, x] = img[x, y] } }
+            img = out
+        }
+        return img
+    }
+}
+
+extension TestImages {
+    /// `code` drawn on a `side`-pixel canvas of `paper`, turned by `degrees`
+    /// about the centre and, if `mirrored`, seen from behind.
+    static func turned(_ code: GrayImage, degrees: Double, mirrored: Bool = false, side: Int = 0) -> GrayImage {
+        let s = side > 0 ? side : Int(Double(max(code.width, code.height)) * 1.5)
+        let half = Double(code.width) / 2, a = degrees * .pi / 180, c = Double(s) / 2
+        var pts: [(Double, Double)] = [(-half, -half), (half, -half), (half, half), (-half, half)]
+        if mirrored { pts = [pts[1], pts[0], pts[3], pts[2]] }
+        let corners = pts.map { (x, y) in (c + x * cos(a) - y * sin(a), c + x * sin(a) + y * cos(a)) }
+        let v = place(code, width: s, height: s, corners: corners, paper: 255, ink: 0, background: { _, _ in 255 })
+        return toGray(v, width: s, height: s)
+    }
+
+    /// Pastes `code` onto `canvas` with its top-left at (x, y).
+    static func paste(_ code: GrayImage, into canvas: inout GrayImage, x: Int, y: Int) {
+        for j in 0..<code.height { for i in 0..<code.width { canvas[x + i, y + j] = code[i, j] } }
+    }
+}

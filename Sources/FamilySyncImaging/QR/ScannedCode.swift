@@ -1,0 +1,82 @@
+import FamilySync
+
+/// A point in an image, in pixels from its top-left corner.
+public struct ImagePoint: Sendable, Equatable {
+    public var x: Double
+    public var y: Double
+    public init(x: Double, y: Double) { self.x = x; self.y = y }
+}
+
+/// One QR code read from an image: what it says and where it is.
+public struct ScannedCode: Sendable, Equatable {
+    /// The code's text, always valid UTF-8 (see `QRText`).
+    public var text: String
+    /// The bytes of its segments, exactly as coded, end to end.
+    public var bytes: [UInt8]
+    /// The parsed bitstream (modes, ECIs, version); nil when zbar read the
+    /// code, which hands over only its bytes.
+    public var stream: QRBitstream?
+    /// The symbol's corners in the scanned image: top-left, top-right,
+    /// bottom-right, bottom-left as the code is drawn (so a mirrored or
+    /// rotated code's corners say how it lies).
+    public var corners: [ImagePoint]
+
+    init(stream: QRBitstream, corners: [ImagePoint]) {
+        self.stream = stream
+        self.bytes = stream.bytes
+        self.text = QRText.text(stream)
+        self.corners = corners
+    }
+
+    init(zbarBytes: [UInt8], corners: [ImagePoint]) {
+        self.stream = nil
+        self.bytes = zbarBytes
+        self.text = QRText.text(zbarBytes: zbarBytes)
+        self.corners = corners
+    }
+
+    public var center: ImagePoint {
+        guard !corners.isEmpty else { return ImagePoint(x: 0, y: 0) }
+        return ImagePoint(x: corners.map(\.x).reduce(0, +) / Double(corners.count), y: corners.map(\.y).reduce(0, +) / Double(corners.count))
+    }
+
+    /// The axis-aligned box around the corners.
+    var bounds: (minX: Double, minY: Double, maxX: Double, maxY: Double) {
+        (corners.map(\.x).min() ?? 0, corners.map(\.y).min() ?? 0, corners.map(\.x).max() ?? 0, corners.map(\.y).max() ?? 0)
+    }
+
+    /// Rough side length in pixels.
+    var side: Double {
+        let b = bounds
+        return max(1, min(b.maxX - b.minX, b.maxY - b.minY))
+    }
+
+    /// The same code seen twice (on two rungs of the ladder, or twice on a
+    /// redrawn montage): same bytes, centres closer than half its size.
+    func isSameCode(as o: ScannedCode) -> Bool {
+        guard bytes == o.bytes else { return false }
+        let c = center, d = o.center
+        let dist = ((c.x - d.x) * (c.x - d.x) + (c.y - d.y) * (c.y - d.y)).squareRoot()
+        return dist < max(side, o.side) / 2
+    }
+
+    /// Whether this code's box lies inside `o`'s (a code drawn within a code).
+    func isInside(_ o: ScannedCode) -> Bool {
+        let a = bounds, b = o.bounds
+        return a.minX >= b.minX && a.maxX <= b.maxX && a.minY >= b.minY && a.maxY <= b.maxY && side < o.side
+    }
+
+    /// Reading order: rows top to bottom, left to right within a row (two
+    /// codes share a row when their vertical extents overlap by half the
+    /// smaller one); a code that holds another comes before it.
+    static func readingOrder(_ codes: [ScannedCode]) -> [ScannedCode] {
+        codes.sorted { a, b in
+            if a.isInside(b) { return false }
+            if b.isInside(a) { return true }
+            let x = a.bounds, y = b.bounds
+            let overlap = min(x.maxY, y.maxY) - max(x.minY, y.minY)
+            if overlap > min(x.maxY - x.minY, y.maxY - y.minY) / 2 { return a.center.x < b.center.x }
+            return a.center.y < b.center.y
+        }
+    }
+}

@@ -1,0 +1,246 @@
+import Foundation
+import Testing
+import FamilySync
+
+/// A household as the README lays it out: the owner's device serves, three
+/// members each sync only with it. Simulated days go by with --now on every
+/// tool; the owner's serve is restarted at each new day so its clock agrees.
+final class Star {
+    let dir = TempDir()
+    let owner: String
+    var members: [String] = []
+    let base = Timestamp(milliseconds: Timestamp.current().milliseconds / 1000 * 1000)
+    private var serve: ServeProcess?
+    private var serveDay = -1
+    private var serves = 0
+
+    init(members count: Int, maxDevices: Int? = nil) throws {
+        owner = dir.file("owner.db")
+        let s = try Store(path: owner)
+        _ = try s.makeOffer(ttl: .minutes(10), address: nil, now: base)
+        if let m = maxDevices { try s.setSetting("max_devices", String(m)) }
+        for i in 0..<count {
+            let m = dir.file("m\(i).db")
+            let j = try join(m, day: 0)
+            guard j.status == 0 else { throw HarnessError("join m\(i): \(j.err)") }
+            members.append(m)
+        }
+    }
+
+    func day(_ d: Int) -> String { base.adding(.days(Int64(d))).rfc3339 }
+
+    /// The owner's serve, running with the clock of day `d`.
+    func server(day d: Int) throws -> ServeProcess {
+        if let s = serve, serveDay == d { return s }
+        serve?.stop()
+        serves += 1
+        let s = try ServeProcess(db: owner, dir: dir, name: "serve\(serves)", extra: ["--now", day(d)])
+        serve = s
+        serveDay = d
+        return s
+    }
+
+    func stop() { serve?.stop() }
+
+    func join(_ member: String, day d: Int) throws -> ToolResult {
+        let offer = try Store(path: owner).makeOffer(ttl: .minutes(10), address: nil, now: base.adding(.days(Int64(d))))
+        return try Tools.run("peer-sync", ["join", "--db", member, "--now", day(d), "--connect", try server(day: d).address], input: offer.text + "\n")
+    }
+
+    @discardableResult
+    func sync(_ member: String, day d: Int) throws -> ToolResult {
+        let r = try Tools.run("peer-sync", ["connect", "--db", member, "--now", day(d), try server(day: d).address])
+        // The server's summary comes after its closing handshake; wait for it so the next session is not busy.
+        return r
+    }
+
+    /// Every member in turn, `rounds` times.
+    func rounds(_ n: Int, day d: Int, skipping: Set<String> = []) throws {
+        for _ in 0..<n {
+            for m in members where !skipping.contains(m) {
+                let r = try sync(m, day: d)
+                #expect(r.status == 0, "sync \(m) on day \(d): \(r.err)")
+            }
+        }
+    }
+
+    func edit(_ store: String, day d: Int, _ lines: [String]) throws {
+        let r = try Tools.run("merge-records", ["--db", store, "--stamp", "--now", day(d)], input: lines.joined(separator: "\n") + "\n")
+        #expect(r.status == 0, "stamp on \(store): \(r.err)")
+    }
+
+    func gc(_ store: String, day d: Int) throws -> JSONValue {
+        let r = try Tools.run("tombstone-gc", ["--db", store, "--now", day(d)])
+        #expect(r.status == 0, "gc \(store): \(r.err)")
+        return try #require(r.json)
+    }
+
+    var all: [String] { [owner] + members }
+
+    static func has(_ store: String, _ id: String) throws -> Bool {
+        try Store(path: store).db.scalarInt("SELECT count(*) FROM records WHERE id = ?", [.text(id)]) == 1
+    }
+    static func isLive(_ store: String, _ id: String) throws -> Bool {
+        try Store(path: store).db.scalarInt("SELECT count(*) FROM records WHERE id = ? AND deleted = 0", [.text(id)]) == 1
+    }
+    static func heldBackBy(_ report: JSONValue) -> [String] {
+        (report["heldBackBy"]?.arrayValue ?? []).compactMap { $0["deviceId"]?.stringValue }
+    }
+}
+
+@Suite(.serialized) struct HouseholdStarTests {
+    static func receipt(_ id: String, _ note: String) -> String { "{\"id\":\"\(id)\",\"type\":\"receipt\",\"data\":{\"note\":\"\(note)\"}}" }
+
+    @Test func aMembersDeletePurgesEverywhereAndAnOfflineMemberHoldsItBack() throws {
+        let h = try Star(members: 3)
+        defer { h.stop() }
+        let (a, b, c) = (h.members[0], h.members[1], h.members[2])
+        try h.edit(a, day: 0, (0..<5).map { Self.receipt("r-\($0)", "first") })
+        try h.rounds(2, day: 0)
+        // A member deletes; every member syncs with the owner only, two rounds.
+        try h.edit(a, day: 1, ["{\"id\":\"r-1\",\"type\":\"receipt\",\"deleted\":true}"])
+        try h.rounds(2, day: 1)
+        for s in h.all { #expect(try Star.has(s, "r-1") && !Star.isLive(s, "r-1")) }
+        // Not before the horizon.
+        for s in h.all { #expect(try h.gc(s, day: 90).int("purged") == 0) }
+        // At +91 days it purges on every store, members included.
+        for s in h.all {
+            let r = try h.gc(s, day: 92)
+            #expect(r.int("purged") == 1, "\(s): \(r.serialized)")
+            #expect(try !Star.has(s, "r-1"))
+        }
+
+        // Another delete while C is away: it is held back everywhere, by C.
+        try h.edit(b, day: 100, ["{\"id\":\"r-2\",\"type\":\"receipt\",\"deleted\":true}"])
+        try h.rounds(2, day: 100, skipping: [c])
+        let cID = try Household.device(c)
+        for s in [h.owner, a, b] {
+            let r = try h.gc(s, day: 195)
+            #expect(r.int("purged") == 0, "\(s): \(r.serialized)")
+            #expect(Star.heldBackBy(r).contains(cID), "\(s == h.owner ? "owner" : s == a ? "A" : "B") names C as holding back: \(r.serialized)")
+            #expect(try Star.has(s, "r-2"))
+        }
+        // C comes back and syncs; after a round every store purges it.
+        try h.rounds(2, day: 196)
+        for s in h.all {
+            let r = try h.gc(s, day: 196)
+            #expect(r.int("purged") == 1, "\(s): \(r.serialized)")
+            #expect(Star.heldBackBy(r).isEmpty)
+        }
+        try h.rounds(1, day: 197)
+        let digests = try h.all.map { try Household.digest($0) }
+        #expect(Set(digests).count == 1, "every store holds the same records")
+        for s in h.all { #expect(try !Star.has(s, "r-2") && Star.isLive(s, "r-3")) }
+    }
+
+    @Test func aRestoredOldBackupDoesNotResurrectAndKeepsItsNewEdits() throws {
+        let h = try Star(members: 2)
+        defer { h.stop() }
+        let (a, b) = (h.members[0], h.members[1])
+        try h.edit(a, day: 0, (0..<5).map { Self.receipt("r-\($0)", "first") })
+        try h.rounds(2, day: 0)
+        // A consistent copy taken while the owner's serve holds the store open.
+        let copy = h.dir.file("a-backup.db")
+        let bk = try Tools.run("merge-records", ["--db", a, "--backup", copy])
+        #expect(bk.status == 0, "\(bk.err)")
+        #expect(bk.json?.int("records") == 5)
+        // B deletes r-3; it reaches everyone and is purged everywhere.
+        try h.edit(b, day: 1, ["{\"id\":\"r-3\",\"type\":\"receipt\",\"deleted\":true}"])
+        // A syncs before B in each round: A learns that everyone has it on its third contact.
+        try h.rounds(3, day: 1)
+        for s in h.all { #expect(try h.gc(s, day: 92).int("purged") == 1) }
+        // A's store is restored from the old copy, which still has r-3 live; then A edits.
+        for suffix in ["", "-wal", "-shm"] { unlink(a + suffix) }
+        try FileManager.default.copyItem(atPath: copy, toPath: a)
+        #expect(try Star.isLive(a, "r-3"))
+        try h.edit(a, day: 93, [Self.receipt("x-1", "after the restore"), Self.receipt("r-0", "edited after the restore")])
+        let r = try h.sync(a, day: 93)
+        #expect(r.status == 0, "\(r.err)")
+        #expect(r.json?.int("records", "purged") ?? 0 >= 1, "the restored store dropped what the family purged: \(r.out)")
+        try h.rounds(2, day: 93)
+        for s in h.all {
+            #expect(try !Star.has(s, "r-3"), "\(s): a purged record came back")
+            #expect(try Star.isLive(s, "x-1"), "\(s): the restored store's new edit is kept")
+        }
+        #expect(try Store(path: b).db.scalarText("SELECT line FROM records WHERE id = 'r-0'")?.contains("edited after the restore") == true)
+        #expect(Set(try h.all.map { try Household.digest($0) }).count == 1)
+    }
+
+    @Test func aLyingMemberCannotRevokeOrAddDevices() throws {
+        let h = try Star(members: 3, maxDevices: 5)
+        defer { h.stop() }
+        let (a, victim, liar) = (h.members[0], h.members[1], h.members[2])
+        let victimID = try Household.device(victim)
+        try h.rounds(1, day: 0)
+        // The liar controls its own store: it marks the victim revoked, adds
+        // phantom devices, and rewrites the roster statement it holds.
+        let ls = try Store(path: liar)
+        try ls.db.run("UPDATE devices SET revoked_at = 1 WHERE device_id = ?", [.text(victimID)])
+        for _ in 0..<3 {
+            try ls.db.run("INSERT INTO devices (device_id, role, joined_at) VALUES (?, 'member', 0)", [.text(try randomUUID())])
+        }
+        let forged = try #require(try ls.meta("roster_statement")).replacingOccurrences(of: "\"revokedAt\":null}", with: "\"revokedAt\":\"2026-01-01T00:00:00.000Z\"}")
+        try ls.db.run("UPDATE meta SET value = ? WHERE key = 'roster_statement'", [.text(forged)])
+        try ls.db.run("UPDATE meta SET value = '999' WHERE key = 'roster_version'")
+        // It syncs with the owner, and serves another member.
+        #expect(try h.sync(liar, day: 1).status == 0)
+        let liarServe = try ServeProcess(db: liar, dir: h.dir, name: "liar", extra: ["--now", h.day(1)])
+        let x = try Tools.run("peer-sync", ["connect", "--db", a, "--now", h.day(1), liarServe.address])
+        liarServe.stop()
+        #expect(x.status == 0, "\(x.err)")
+        // Nobody believes it: the victim is not revoked, the family does not fill.
+        for s in [h.owner, a] {
+            let st = try Store(path: s)
+            #expect(try st.device(victimID)?.revokedAt == nil, "\(s) kept the victim")
+            #expect(try st.activeDeviceCount() == 4, "\(s) added no phantom")
+        }
+        let v = try h.sync(victim, day: 1)
+        #expect(v.status == 0, "the owner does not refuse the victim: \(v.err)")
+        // A fifth device still finds a place.
+        let e = try h.join(h.dir.file("e.db"), day: 1)
+        #expect(e.status == 0, "\(e.err)")
+        // Garbage collection is not held back by phantoms: a delete purges once all have synced.
+        try h.edit(a, day: 2, [Self.receipt("r-1", "x")])
+        try h.edit(a, day: 2, ["{\"id\":\"r-1\",\"type\":\"receipt\",\"deleted\":true}"])
+        h.members.append(h.dir.file("e.db"))
+        try h.rounds(2, day: 2)
+        let r = try h.gc(h.owner, day: 95)
+        #expect(r.int("purged") == 1, "\(r.serialized)")
+    }
+
+    @Test func aRevokedStoreRejoinsWithOneRevocationTimeEverywhere() throws {
+        let h = try Star(members: 2)
+        defer { h.stop() }
+        let (a, b) = (h.members[0], h.members[1])
+        try h.edit(b, day: 0, [Self.receipt("b-1", "from b")])
+        try h.rounds(1, day: 0)
+        let bID = try Household.device(b)
+        let rv = try Tools.run("peer-sync", ["revoke", "--db", h.owner, "--now", h.day(3), bID])
+        #expect(rv.status == 0, "\(rv.err)")
+        let revokedAt = try #require(rv.json?["revokedAt"]?.stringValue)
+        #expect(revokedAt == h.day(3))
+        let again = try Tools.run("peer-sync", ["revoke", "--db", h.owner, "--now", h.day(4), bID])
+        #expect(again.status == 0 && again.json?["alreadyRevoked"]?.boolValue == true && again.json?["revokedAt"]?.stringValue == revokedAt)
+        // A hears it from the owner; B is told on an authenticated session, and says how to come back.
+        #expect(try h.sync(a, day: 5).status == 0)
+        try h.edit(b, day: 5, [Self.receipt("b-2", "while revoked")])
+        let refused = try h.sync(b, day: 5)
+        #expect(refused.status == 77)
+        #expect(refused.err.contains("peer-sync join"), "\(refused.err)")
+        for s in [h.owner, a, b] {
+            #expect(try Store(path: s).device(bID)?.revokedAt?.rfc3339 == revokedAt, "\(s) holds the owner's revocation time")
+        }
+        let later = try h.sync(b, day: 6)
+        #expect(later.status == 77 && later.err.contains("peer-sync join"), "\(later.err)")
+        // A new offer: B's store joins again, and its records merge both ways.
+        let j = try h.join(b, day: 7)
+        #expect(j.status == 0, "\(j.err)")
+        #expect(try Store(path: b).isSelfRevoked == false)
+        try h.edit(a, day: 7, [Self.receipt("a-1", "from a")])
+        try h.rounds(2, day: 7)
+        for s in h.all {
+            for id in ["b-1", "b-2", "a-1"] { #expect(try Star.isLive(s, id), "\(s) has \(id)") }
+        }
+        #expect(Set(try h.all.map { try Household.digest($0) }).count == 1)
+    }
+}
