@@ -9,7 +9,7 @@ RELEASE_FLAGS := -c release --static-swift-stdlib
 RELEASE_BIN = $(shell $(SWIFT) build $(RELEASE_FLAGS) --show-bin-path 2>/dev/null)
 DEBUG_BIN = $(shell $(SWIFT) build --show-bin-path 2>/dev/null)
 
-.PHONY: all build deps test-deps bench-deps demo test c-warnings check-dependent bench man install uninstall clean
+.PHONY: all build deps test-deps bench-deps demo test c-warnings check-dependent test-asan test-tsan fuzz bench man install uninstall clean
 
 all: build
 
@@ -61,6 +61,22 @@ c-warnings: deps
 # A package depending on the FamilySync library builds (slow: not part of test).
 check-dependent: deps
 	@bash scripts/check-dependent.sh
+
+# The test suite under AddressSanitizer (with LeakSanitizer) and under
+# ThreadSanitizer, each in its own build folder (.build/asan, .build/tsan) so
+# neither clobbers the normal build. Any sanitizer report, from the tests or
+# from a tool they run, fails the run; leaks that are the toolchain's own are
+# suppressed in scripts/sanitizers/lsan.supp, which gives the evidence.
+test-asan: test-deps
+	@bash scripts/test-sanitized.sh address
+
+test-tsan: test-deps
+	@bash scripts/test-sanitized.sh thread
+
+# libFuzzer on every parser of outside bytes (Fuzzing/), FUZZ_SECONDS per
+# target (default 60); fails on a crash, leak, timeout or out-of-memory.
+fuzz: deps
+	@bash scripts/fuzz.sh $(FUZZ_TARGETS)
 
 bench: bench-deps build
 	@bash bench/run.sh "$(RELEASE_BIN)"

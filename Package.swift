@@ -13,6 +13,8 @@ let package = Package(
         .executable(name: "merge-records", targets: ["merge-records"]),
         .executable(name: "peer-sync", targets: ["peer-sync"]),
         .executable(name: "tombstone-gc", targets: ["tombstone-gc"]),
+        // The fuzz targets, for the libFuzzer package in Fuzzing/ (`make fuzz`).
+        .library(name: "FamilySyncFuzz", targets: ["FamilySyncFuzz"]),
     ],
     targets: [
         .systemLibrary(name: "COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
@@ -29,16 +31,14 @@ let package = Package(
         // The shared core: records and the LWW rule, the store, crypto, entitlement, pairing offers, sync.
         .target(
             name: "FamilySync",
-            dependencies: ["COpenSSL", "CSQLite"],
-            swiftSettings: [.unsafeFlags(["-Ounchecked"], .when(configuration: .release))]
+            dependencies: ["COpenSSL", "CSQLite"]
         ),
         // The core's image half: reading PNG/JPEG/PNM, drawing and decoding QR codes. Its own
         // target so only pair-qr and pair-scan load libzbar (and with it X11, dbus, v4l), libZXing,
         // libqrencode, libpng and libjpeg; the other tools start faster without them.
         .target(
             name: "FamilySyncImaging",
-            dependencies: ["FamilySync", "CQREncode", "CZBar", "ZXingBridge", "CPNG", "JPEGGlue"],
-            swiftSettings: [.unsafeFlags(["-Ounchecked"], .when(configuration: .release))]
+            dependencies: ["FamilySync", "CQREncode", "CZBar", "ZXingBridge", "CPNG", "JPEGGlue"]
         ),
         // libjpeg's setjmp/longjmp error handling, which Swift cannot unwind: the
         // decode and encode run in C and hand back a status. Kept -Wall -Wextra
@@ -47,6 +47,9 @@ let package = Package(
         // Command-line support shared by the six tools; the core never imports it.
         .target(name: "FamilySyncCLI", dependencies: ["FamilySync"]),
 
+        // One entry point per parser of outside bytes, shared by libFuzzer (Fuzzing/) and the replay tests.
+        .target(name: "FamilySyncFuzz", dependencies: ["FamilySync", "FamilySyncImaging", "FamilySyncCLI"]),
+
         .executableTarget(name: "jws-verify", dependencies: ["FamilySync", "FamilySyncCLI"]),
         .executableTarget(name: "pair-qr", dependencies: ["FamilySync", "FamilySyncImaging", "FamilySyncCLI"]),
         .executableTarget(name: "pair-scan", dependencies: ["FamilySync", "FamilySyncImaging", "FamilySyncCLI"]),
@@ -54,7 +57,7 @@ let package = Package(
         .executableTarget(name: "peer-sync", dependencies: ["FamilySync", "FamilySyncCLI"]),
         .executableTarget(name: "tombstone-gc", dependencies: ["FamilySync", "FamilySyncCLI"]),
 
-        .testTarget(name: "FamilySyncTests", dependencies: ["FamilySync", "FamilySyncImaging", "FamilySyncCLI"],
+        .testTarget(name: "FamilySyncTests", dependencies: ["FamilySync", "FamilySyncImaging", "FamilySyncCLI", "FamilySyncFuzz"],
                     resources: [.copy("Vectors")]),
         .testTarget(name: "EndToEndTests", dependencies: ["FamilySync", "FamilySyncImaging", "FamilySyncCLI"]),
     ],

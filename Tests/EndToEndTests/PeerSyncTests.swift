@@ -466,7 +466,13 @@ final class BackgroundRun {
         try process.run()
     }
 
-    deinit { if process.isRunning { kill(process.processIdentifier, SIGKILL); process.waitUntilExit() } }
+    /// Foundation keeps a Process (and its file handles) alive until
+    /// `waitUntilExit` has seen it end; polling `isRunning` is not enough, so
+    /// this always ends with it.
+    deinit {
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        process.waitUntilExit()
+    }
 
     var pid: Int32 { process.processIdentifier }
 

@@ -25,6 +25,16 @@ import Testing
         #expect(Timestamp(rfc3339: input) == nil)
     }
 
+    /// An offset must not carry a time outside 0000-9999 in UTC: it would print
+    /// back as another time (the year has four digits).
+    @Test func offsetsStayWithinTheFourDigitYears() {
+        #expect(Timestamp(rfc3339: "9999-12-31T23:59:59.999-04:00") == nil)
+        #expect(Timestamp(rfc3339: "0000-01-01T00:00:00.000+00:01") == nil)
+        #expect(Timestamp(rfc3339: "9999-12-31T23:59:59.999Z") == .latest)
+        #expect(Timestamp(rfc3339: "0000-01-01T00:00:00Z") == .earliest)
+        #expect(Timestamp(rfc3339: "9999-12-31T19:59:59.999-04:00") == .latest)
+    }
+
     @Test func durations() {
         #expect(TimeSpan(parsing: "90d") == TimeSpan.days(90))
         #expect(TimeSpan(parsing: "10m")?.milliseconds == 600_000)

@@ -85,7 +85,11 @@ public struct Timestamp: Comparable, Hashable, Sendable, CustomStringConvertible
         let leapAdjust = second == 60 ? 999 - millis : 0
         let days = daysFromCivil(year: year, month: month, day: day)
         let seconds = Int64(days) * 86400 + Int64(hour * 3600 + minute * 60 + sec) - Int64(offsetMinutes * 60)
-        return Timestamp(milliseconds: seconds * 1000 + Int64(millis + leapAdjust))
+        let t = Timestamp(milliseconds: seconds * 1000 + Int64(millis + leapAdjust))
+        // An offset can carry a local time past either end of the years 0000-9999 in UTC,
+        // which no four-digit year could print back.
+        guard t >= .earliest && t <= .latest else { return nil }
+        return t
     }
 
     // MARK: Writing

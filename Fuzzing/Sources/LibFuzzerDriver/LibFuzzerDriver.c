@@ -1,0 +1,1 @@
+// Declarations only (LibFuzzerDriver.h); compiler-rt provides the driver.
