@@ -45,3 +45,16 @@ extension ParsedArguments {
     }
     public func choice<O: OptionName>(_ o: O, default d: String) throws -> String { _ = declared(o, flag: false); return try choice(o.rawValue, default: d) }
 }
+
+extension ParsedArguments {
+    // Lookups by a declaration in hand (code that walks a command's options,
+    // such as the fuzzer's): the declaration itself is the typed name.
+    public func flag(_ o: OptionSpec) -> Bool { flag(o.long) }
+    public func value(_ o: OptionSpec) -> String? { value(o.long) }
+    public func values(_ o: OptionSpec) -> [String] { values(o.long) }
+    public func isSet(_ o: OptionSpec) -> Bool { isSet(o.long) }
+    public func timestamp(_ o: OptionSpec) throws -> Timestamp? { try timestamp(o.long) }
+    public func timeSpan(_ o: OptionSpec, default d: TimeSpan) throws -> TimeSpan { try timeSpan(o.long, default: d) }
+    public func int(_ o: OptionSpec, default d: Int, range: ClosedRange<Int>) throws -> Int { try int(o.long, default: d, range: range) }
+    public func choice(_ o: OptionSpec, default d: String) throws -> String { try choice(o.long, default: d) }
+}
