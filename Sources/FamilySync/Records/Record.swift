@@ -115,9 +115,9 @@ public enum RecordLine {
     /// Appends to `out` the line of `r` with `modifiedAt` set to `time` and,
     /// when given, `deviceId` set to `device`; fields that are absent are
     /// appended as new members. `ensureDeleted` adds `"deleted":false` when
-    /// the line has no `deleted`.
+    /// the line has no `deleted`; `type` is appended when the line has none.
     static func rewrite(_ base: UnsafePointer<UInt8>, _ r: RecordScan, time: Int64?, device: UnsafeRawBufferPointer?,
-                               ensureDeleted: Bool, into out: inout [UInt8]) {
+                        ensureDeleted: Bool, type: [UInt8]? = nil, into out: inout [UInt8]) {
         var edits: [(Int, Int, [UInt8])] = []  // replace base[from..<to] with bytes
         var appended: [UInt8] = []
         var stamp = [UInt8](repeating: 0, count: 26)
@@ -141,6 +141,10 @@ public enum RecordLine {
             }
         }
         if ensureDeleted && r.deleted < 0 { appended += Array(",\"deleted\":false".utf8) }
+        if let type, !r.type.isPresent {
+            appended += Array(",\"type\":".utf8)
+            type.withUnsafeBytes { appendJSONString($0, to: &appended) }
+        }
         edits.sort { $0.0 < $1.0 }
         out.reserveCapacity(out.count + (r.end - r.start) + appended.count + 64)
         var at = r.start
@@ -174,5 +178,24 @@ public enum RecordLine {
             }
         }
         out.append(0x22)
+    }
+}
+
+/// Whether a local edit says nothing new: its content equals the version
+/// held, leaving aside what stamping fills in (modifiedAt, deviceId) and a
+/// `deleted` it leaves out (false). Two tombstones are the same content.
+enum RecordContent {
+    static func same(held: [UInt8], incoming: UnsafeRawBufferPointer) -> Bool {
+        guard let h = try? JSONParser.parse(String(decoding: held, as: UTF8.self)), let hv = h.objectValue,
+              let i = try? JSONParser.parse(String(decoding: incoming, as: UTF8.self)), let iv = i.objectValue else { return false }
+        func content(_ o: [(String, JSONValue)]) -> [String: JSONValue] {
+            var d: [String: JSONValue] = [:]
+            for (k, v) in o where k != "modifiedAt" && k != "deviceId" { d[k] = v }
+            if d["deleted"] == nil { d["deleted"] = .bool(false) }
+            if d["deleted"] == .bool(true) { return ["deleted": .bool(true)] }
+            for k in ["data", "photos"] where d[k] == .null { d[k] = nil }
+            return d
+        }
+        return content(hv) == content(iv)
     }
 }

@@ -169,8 +169,9 @@ public enum RecordScanner {
             guard span.count > 0 else { throw RecordError(field: k.name, "empty") }
         }
         try requireString(.id, r.id)
-        try requireString(.type, r.type)
         let optionalVersion = mode == .localEdit
+        // A local delete may name only its id: the store fills in the held type.
+        if !(optionalVersion && !present(.type) && present(.deleted) && r.deleted == 1) { try requireString(.type, r.type) }
         if !optionalVersion || present(.modifiedAt) {
             try requireString(.modifiedAt, r.modifiedAt)
             let parsed: Timestamp?

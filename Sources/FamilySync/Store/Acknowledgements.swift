@@ -1,6 +1,6 @@
 import CSQLite
 
-/// Who has heard of what, across a star-shaped family (docs/protocol.md §4.5):
+/// Who has heard of what, across a star-shaped family (docs/protocol.md §4.4):
 /// members sync with the owner, rarely with each other, so only the owner can
 /// tell when every current device has heard of a tombstone. It keeps, per
 /// member, *acknowledgement points*: "after the session that ended with my

@@ -25,6 +25,27 @@ extension Store {
             """) ?? 0)
     }
 
+    /// The photos live records name that this store does not hold, in hash
+    /// order (at most `limit`), each with the ids of the records naming it
+    /// (at most `idsPerPhoto`), for `peer-sync status` and merge-records' warning.
+    public func wantedPhotoList(limit: Int = 1000, idsPerPhoto: Int = 20) throws -> [(sha256: String, records: [String])] {
+        let s = try db.prepare("""
+            SELECT rp.sha256, r.id FROM record_photos rp JOIN records r ON r.rid = rp.record
+            WHERE rp.sha256 IN (SELECT DISTINCT sha256 FROM record_photos w
+                                WHERE NOT EXISTS (SELECT 1 FROM photos p WHERE p.sha256 = w.sha256) ORDER BY sha256 LIMIT ?)
+            ORDER BY rp.sha256, r.id
+            """)
+        try s.bind([.int(Int64(limit))])
+        defer { s.reset() }
+        var out: [(sha256: String, records: [String])] = []
+        while try s.step() {
+            let h = s.text(0)
+            if out.last?.sha256 != h { out.append((h, [])) }
+            if out[out.count - 1].records.count < idsPerPhoto { out[out.count - 1].records.append(s.text(1)) }
+        }
+        return out
+    }
+
     /// The photo's row and size, for reading it in chunks.
     func photoLocation(_ sha256: String) throws -> (rowid: Int64, size: Int)? {
         let s = try db.prepare("SELECT rowid, length(bytes) FROM photos WHERE sha256 = ?")

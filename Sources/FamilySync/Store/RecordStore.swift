@@ -244,6 +244,9 @@ final class RecordApplier {
     let me: [UInt8]?
     /// Versions of ids not held, from at or before this time, are not taken.
     var purgeFloor: Int64?
+    /// A local delete that named only its id: the held record's type, for its line.
+    private var heldType: [UInt8]?
+    private let selectHeld: Statement
     var seq: Int64
     var summary = ApplySummary()
     private var scratch: [UInt8] = []
@@ -261,6 +264,7 @@ final class RecordApplier {
             WHERE rid = ?1
             """)
         deletePhotos = try db.prepare("DELETE FROM record_photos WHERE record = ?")
+        selectHeld = try db.prepare("SELECT type, line FROM records WHERE id = ?")
         insertPhoto = try db.prepare("INSERT OR IGNORE INTO record_photos (sha256, record) VALUES (?, ?)")
         self.now = now
         clampLimit = LWW.clamp(Timestamp.latest, now: now).milliseconds
@@ -285,7 +289,7 @@ final class RecordApplier {
     func apply(_ base: UnsafePointer<UInt8>, _ r: RecordScan, explain: ((ApplyExplanation) throws -> Void)?) throws {
         summary.received += 1
         let idDecoded: [UInt8]? = r.id.escaped ? RecordScanner.decode(base, r.id) : nil
-        let typeDecoded: [UInt8]? = r.type.escaped ? RecordScanner.decode(base, r.type) : nil
+        var typeDecoded: [UInt8]? = r.type.escaped ? RecordScanner.decode(base, r.type) : nil
         let deviceDecoded: [UInt8]? = me ?? (r.deviceID.escaped ? RecordScanner.decode(base, r.deviceID) : nil)
         let deleted = r.deleted == 1
         let photoCount = deleted ? 0 : r.photoCount
@@ -300,6 +304,26 @@ final class RecordApplier {
             summary.clamped += 1
         }
         try withSpan(base, r.id, idDecoded) { idp, idn in
+            // A local edit is judged against the version held first: the same
+            // content again is no edit (a retried or re-applied export must not
+            // claim every record for this device), and a delete may give only its id.
+            heldType = nil
+            if me != nil, let held = try heldVersion(idp, idn) {
+                if RecordContent.same(held: held.line, incoming: UnsafeRawBufferPointer(start: base + r.start, count: r.end - r.start)) {
+                    summary.unchanged += 1
+                    if let explain {
+                        try explain(ApplyExplanation(id: UnsafeRawBufferPointer(start: idp, count: idn), rule: .sameVersion,
+                                                     tookIncoming: false, clamped: false, lineNumber: 0))
+                    }
+                    return
+                }
+                if !r.type.isPresent {
+                    heldType = held.type
+                    typeDecoded = held.type
+                }
+            } else if me != nil, !r.type.isPresent {
+                throw ToolError(.dataError, "record \(String(decoding: UnsafeRawBufferPointer(start: idp, count: idn), as: UTF8.self).prefix(100)): field 'type': missing (a delete may give only its id when this store holds the record)")
+            }
             // 0. Purged here: an old version of an id this store no longer holds.
             if let floor = purgeFloor, time <= floor {
                 try bindText(select, 1, idp, idn)
@@ -385,13 +409,29 @@ final class RecordApplier {
         }
     }
 
+    /// The type and line held for an id, if any.
+    private func heldVersion(_ idp: UnsafePointer<UInt8>, _ idn: Int) throws -> (type: [UInt8], line: [UInt8])? {
+        try bindText(selectHeld, 1, idp, idn)
+        defer { sqlite3_reset(selectHeld.stmt) }
+        let rc = sqlite3_step(selectHeld.stmt)
+        guard rc == SQLITE_ROW else {
+            if rc != SQLITE_DONE { try db.check(rc, "looking up a record") }
+            return nil
+        }
+        func bytes(_ i: Int32) -> [UInt8] {
+            guard let p = sqlite3_column_text(selectHeld.stmt, i) else { return [] }
+            return Array(UnsafeBufferPointer(start: p, count: Int(sqlite3_column_bytes(selectHeld.stmt, i))))
+        }
+        return (bytes(0), bytes(1))
+    }
+
     /// The line to keep for `r` at `time`, in `scratch`: empty when the
     /// source bytes are kept verbatim.
     private func prepareLine(_ base: UnsafePointer<UInt8>, _ r: RecordScan, time: Int64) {
         scratch.removeAll(keepingCapacity: true)
         if let me {
             me.withUnsafeBytes { d in
-                RecordLine.rewrite(base, r, time: time, device: d, ensureDeleted: true, into: &scratch)
+                RecordLine.rewrite(base, r, time: time, device: d, ensureDeleted: true, type: heldType, into: &scratch)
             }
         } else if time != r.time || !r.isTimeCanonical(base) {
             RecordLine.rewrite(base, r, time: time, device: nil, ensureDeleted: false, into: &scratch)

@@ -3,7 +3,7 @@ import FamilySync
 
 public enum MergeRecordsCommand {
     static let stamp = OptionSpec.flag("stamp",
-        help: "Store mode: the input holds edits made on this device. Each record gets deviceId = this device and modifiedAt = now (or 1 ms after the version held, when that is later); modifiedAt, deviceId and deleted may be absent.")
+        help: "Store mode: the input holds edits made on this device. Each record gets deviceId = this device and modifiedAt = now (or 1 ms after the version held, when that is later); modifiedAt, deviceId and deleted may be absent, and a delete may be only {\"id\":ID,\"deleted\":true}. A record whose content equals the version held is unchanged (it keeps its modifiedAt and deviceId), so a stamp is safe to repeat. A record naming a photo the store does not hold is warned about on standard error.")
     static let export = OptionSpec.flag("export",
         help: "Store mode: write the store's records as NDJSON to standard output, sorted by id in byte order, tombstones included.")
     static let since = OptionSpec("since", valueName: "SEQ",
@@ -25,6 +25,9 @@ public enum MergeRecordsCommand {
         help: "Write, per id, which rule decided as one JSON line on standard error.")
     static let explainFile = OptionSpec("explain-file", valueName: "PATH",
         help: "Write the --explain lines to PATH instead of standard error.", completion: .file)
+
+    /// Photos not held that one --stamp run names on standard error, one line each.
+    static let photoWarningsShown = 20
 
     public static let spec = CommandSpec(
         name: "merge-records",
@@ -159,6 +162,7 @@ public enum MergeRecordsCommand {
                 try stream.write(line)
             }
         }
+        let wantedBefore = stamping ? Set(try store.wantedPhotoList(limit: Int.max, idsPerPhoto: 0).map(\.sha256)) : []
         let summary = try store.applyLines(reader, stamping: stamping, now: ctx.now, explain: explain) { n in
             ctx.progress("\(n) records")
         }
@@ -166,6 +170,16 @@ public enum MergeRecordsCommand {
         try ex?.flush()
         if let ex, ex.fd != 2 { close(ex.fd) }
         try ctx.out.writeLine(summary.json)
+        if stamping {
+            // A photo named before it is added stays wanted: say so, once per photo.
+            let fresh = try store.wantedPhotoList(limit: Int.max).filter { !wantedBefore.contains($0.sha256) }
+            for w in fresh.prefix(MergeRecordsCommand.photoWarningsShown) {
+                ctx.warn("record \(w.records.joined(separator: ", ")) names photo \(w.sha256), which this store does not hold; add it with --add-photo (until then it is wanted from peers)")
+            }
+            if fresh.count > MergeRecordsCommand.photoWarningsShown {
+                ctx.warn("\(fresh.count - MergeRecordsCommand.photoWarningsShown) more photos named are not held (peer-sync status lists them)")
+            }
+        }
         return .success
     }
 

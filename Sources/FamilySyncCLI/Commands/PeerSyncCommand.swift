@@ -101,7 +101,7 @@ public enum PeerSyncCommand {
         Prints one JSON object: this device, the family and this device's \
         role, the family key's epoch, every device with when it was last \
         synced and its cursors, the proof state (jws-verify's verdict on the \
-        kept proofs), and the photos still wanted.
+        kept proofs), and the photos still wanted: their count, and (up to 1,000, in hash order) each wanted photo's SHA-256 with the ids of the records naming it (up to 20).
         """,
         options: [CommonOptions.db, root, CommonOptions.now],
         examples: [Example("Which devices have synced lately?", "peer-sync status --db owner.db | jq '.devices[] | {device, lastSynced}'")]
@@ -407,7 +407,10 @@ public enum PeerSyncCommand {
             ("devices", .array(devices)),
             ("proof", try SyncStatus.proofState(store, verifier: try verifier(ctx), now: ctx.now)),
             ("records", .int(records)), ("changeSeq", .int(try store.currentChangeSeq)),
-            ("photos", .object([("held", .int(photos)), ("wanted", .int(try store.wantedPhotoCount()))])),
+            ("photos", .object([("held", .int(photos)), ("wanted", .int(try store.wantedPhotoCount())),
+                                ("wantedList", .array(try store.wantedPhotoList().map {
+                                    .object([("sha256", .string($0.sha256)), ("records", .array($0.records.map { .string($0) }))])
+                                }))])),
         ]))
         return .success
     }

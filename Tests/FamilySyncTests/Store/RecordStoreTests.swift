@@ -72,7 +72,7 @@ import Testing
         #expect(try RT.export(store) == #"{"id":"r","type":"receipt","modifiedAt":"2026-12-01T00:00:00.001Z","deviceId":"\#(me)","deleted":true}"# + "\n")
         // A held version later than now (a fast clock elsewhere) is superseded too.
         _ = try RT.apply(store, RT.line("f", "2026-12-01T00:04:00.000Z", "OTHER"), now: "2026-12-01T00:00:00Z")
-        _ = try RT.apply(store, #"{"id":"f","type":"receipt","data":{}}"#, stamping: true, now: "2026-12-01T00:00:00Z")
+        _ = try RT.apply(store, #"{"id":"f","type":"receipt","data":{"v":2}}"#, stamping: true, now: "2026-12-01T00:00:00Z")
         #expect(try RT.export(store).contains(#""modifiedAt":"2026-12-01T00:04:00.001Z","deviceId":"\#(me)""#))
         // The public API agrees.
         let r = try Record(line: #"{"id":"g","type":"t"}"#, mode: .localEdit)
