@@ -11,9 +11,9 @@ import FamilySync
     /// return, newline, erase-to-end-of-line and automatic wrapping, enough
     /// to see fragments a wrapped line leaves.
     static func screen(_ bytes: String, width: Int) -> [String] {
-        var lines: [[Character]] = [[]]
+        var lines: [[Unicode.Scalar]] = [[]]
         var col = 0
-        var chars = Array(bytes)[...]
+        var chars = Array(bytes.unicodeScalars)[...]
         while let c = chars.popFirst() {
             switch c {
             case "\r": col = 0
@@ -24,8 +24,8 @@ import FamilySync
                 chars.removeFirst()
                 var params = ""
                 while let p = chars.popFirst() {
-                    if p.isLetter { if p == "K" { lines[lines.count - 1] = Array(lines[lines.count - 1].prefix(col)) }; break }
-                    params.append(p)
+                    if p.properties.isAlphabetic { if p == "K" { lines[lines.count - 1] = Array(lines[lines.count - 1].prefix(col)) }; break }
+                    params.unicodeScalars.append(p)
                 }
             default:
                 if col >= width { lines.append([]); col = 0 }
@@ -36,14 +36,17 @@ import FamilySync
                 col += 1
             }
         }
-        return lines.map { String($0) }.filter { !$0.trimmingCharacters(in: .whitespaces).isEmpty }
+        return lines.map { String(String.UnicodeScalarView($0)) }.filter { !$0.trimmingCharacters(in: .whitespaces).isEmpty }
     }
 
     /// Every text drawn after a carriage return, up to the next one: what
-    /// each redraw put on the line.
+    /// each redraw put on the line. A text with a newline is a line that
+    /// stays (a warning), not a redraw.
     static func redraws(_ bytes: String) -> [String] {
-        bytes.replacingOccurrences(of: "\u{1B}[K", with: "").split(separator: "\r").map { String($0) }
-            .filter { !$0.isEmpty && !$0.hasPrefix("\n") }
+        // Split by scalars: to String, "\r\n" is one character.
+        bytes.replacingOccurrences(of: "\u{1B}[K", with: "").unicodeScalars.split(separator: "\r")
+            .map { String(String.UnicodeScalarView($0)) }
+            .filter { !$0.isEmpty && !$0.unicodeScalars.contains("\n") }
     }
 
     /// Runs `argv` on a pseudo-terminal COLUMNS wide; returns what it drew.
@@ -74,10 +77,14 @@ import FamilySync
         #expect(!redraws.isEmpty)
         for r in redraws { #expect(r.count < width, "a redraw wider than the terminal: '\(r)'") }
         // Phases in words, not event dumps.
-        #expect(redraws.contains { $0.contains(": records") }, "\(redraws)")
+        #expect(redraws.contains { $0.contains(": records") }, "\(redraws) \(drawn.debugDescription)")
         #expect(!redraws.contains { $0.contains("phase, phase") || $0.contains("wave, wave") }, "\(redraws)")
-        // Cleared: nothing is left on the screen.
-        #expect(Self.screen(drawn, width: width).isEmpty, "left on the terminal: \(Self.screen(drawn, width: width))")
+        // Cleared: nothing is left on the screen but warnings (a slow machine may time a wave out).
+        let left = Self.screen(drawn, width: width).filter { l in
+            l.contains(" · ") || l.contains("connecting to") || l.contains("joined family") || l.contains("starting the session")
+                || (try? Regex("^peer-sync: [0-9A-F]{8}: ")).map { l.firstMatch(of: $0) != nil } == true || !l.hasPrefix("peer-sync: ")
+        }
+        #expect(left.isEmpty, "left on the terminal: \(left)\n\(drawn.debugDescription)")
         // Without a terminal, nothing of it is written.
         let r2 = try Tools.run("peer-sync", ["connect", "--db", kid, server.address])
         #expect(r2.status == 0 && r2.err.isEmpty, "\(r2.err)")

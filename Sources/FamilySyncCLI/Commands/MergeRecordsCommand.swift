@@ -18,6 +18,14 @@ public enum MergeRecordsCommand {
         o.takesArguments = true
         return o
     }()
+    static let onlyID = OptionSpec("id", kind: .repeating, valueName: "ID",
+        help: "With --export: only the record ID. Repeatable.")
+    static let onlyType = OptionSpec("type", kind: .repeating, valueName: "TYPE",
+        help: "With --export: only records of type TYPE. Repeatable.")
+    static let live = OptionSpec.flag("live", help: "With --export: only live records, no tombstones.")
+    static let deleted = OptionSpec.flag("deleted", help: "With --export: only tombstones.")
+    static let diff = OptionSpec.flag("diff",
+        help: "Why two devices disagree: merge-records --diff A B, each a store or an export, prints for every id whose versions differ one JSON line {\"id\",\"a\",\"b\",\"winner\",\"rule\"}: both versions (null where one has none), which a sync keeps (a, b, or null when each keeps its own) and by which rule. Exit 0 when they agree, 1 when they differ.")
     static let backup = OptionSpec("backup", valueName: "FILE",
         help: "Store mode: write a consistent copy of the whole store to FILE (a new file, mode 0600), safe while peer-sync or another merge-records writes to the store; prints {\"backup\",\"bytes\",\"records\",\"changeSeq\"}.",
         completion: .file)
@@ -57,9 +65,11 @@ public enum MergeRecordsCommand {
 
         Validation: every line must be a JSON object (strict RFC 8259: UTF-8, escapes, numbers; nesting at most 64 deep; top-level keys unique) with a non-empty string id, type and deviceId, an RFC 3339 modifiedAt, deleted true or false, data an object (or null) and photos an array of 64-character lowercase hex strings (or null), and at most 1048576 bytes. Blank lines are skipped; a trailing CR is ignored. The first bad line is reported as merge-records: FILE:LINE: field: problem with exit status 65; then nothing is written to standard output in pure mode, and the store is left unchanged in store mode.
 
+        Looking at data: --export takes --id, --type (both repeatable) and --live or --deleted to write only those records. --diff A B compares two stores or exports (a store is recognized by its SQLite header): for each id whose versions differ it prints {"id","a","b","winner","rule"}, both versions as held (null where a side has none), which one a sync between them keeps (a or b; null when the rule finds the same version, so each side keeps its own and they never agree) and by which rule; nothing when they agree (exit 0), else exit 1.
+
         The --explain lines are JSON: in pure mode {"id","rule","winner":"local"|"remote","versions","clamped"}, in store mode {"line","id","rule","winner":"incoming"|"held","clamped"}; rule is one of new (no other version), later-wins, live-beats-tombstone, greater-device, same-version.
         """,
-        options: [CommonOptions.db, stamp, export, since, cursor, addPhoto, backup, explain, explainFile, CommonOptions.now, CommonOptions.quiet],
+        options: [CommonOptions.db, stamp, export, since, cursor, onlyID, onlyType, live, deleted, addPhoto, backup, diff, explain, explainFile, CommonOptions.now, CommonOptions.quiet],
         arguments: [
             ArgumentSpec("LOCAL", help: "Pure mode: the records held here. Store mode: the records to apply (FILE).", default: "- in store mode"),
             ArgumentSpec("REMOTE", help: "Pure mode: the incoming records, the only ones clamped."),
@@ -74,6 +84,8 @@ public enum MergeRecordsCommand {
             Example("Export only what changed since the last run:", "merge-records --db kid.db --export --cursor kid.cursor > changes.ndjson"),
             Example("Back up the store while peer-sync serves it:", "merge-records --db kid.db --backup kid-$(date +%F).db"),
             Example("See which rule decided each id:", "merge-records --explain-file why.ndjson a.ndjson b.ndjson > merged.ndjson"),
+            Example("Only the live receipts, or one record:", "merge-records --db kid.db --export --type receipt --live\nmerge-records --db kid.db --export --id r-9"),
+            Example("Why do the two devices disagree?", "merge-records --diff owner.db kid.db | jq -c '{id, winner, rule}'"),
         ],
         seeAlso: AllTools.seeAlso(except: "merge-records")
     )
@@ -81,6 +93,16 @@ public enum MergeRecordsCommand {
     public static func run(_ ctx: ToolContext) throws -> ExitStatus {
         let a = ctx.args
         let inputs = a.positionals
+        let filters = [Option.id, .type, .live, .deleted].filter { a.isSet($0) }.map(\.rawValue)
+        if let f = filters.first, !a.flag(Option.export) { throw ToolError.usage("--\(f) goes with --export") }
+        if a.flag(Option.live) && a.flag(Option.deleted) { throw ToolError.usage("give --live or --deleted, not both") }
+        if a.flag(Option.diff) {
+            if a.isSet(Option.db) || a.flag(Option.stamp) || a.flag(Option.export) || a.isSet(Option.addPhoto) || a.isSet(Option.backup) {
+                throw ToolError.usage("--diff compares two stores or exports: merge-records --diff A B")
+            }
+            guard inputs.count == 2 else { throw ToolError.usage(inputs.isEmpty ? "--diff: missing A and B" : "--diff: missing B") }
+            return try RecordDiff.run(ctx, a: inputs[0], b: inputs[1])
+        }
         // $FAMILY_SYNC_DB names the store as --db does; two inputs still mean pure mode.
         let storeMode = a.isSet(Option.db) || (ctx.storeNamed && inputs.count < 2) || a.flag(Option.stamp) || a.flag(Option.export)
             || a.isSet(Option.since) || a.isSet(Option.cursor) || a.isSet(Option.addPhoto) || a.isSet(Option.backup)
@@ -193,10 +215,12 @@ public enum MergeRecordsCommand {
         let cursorPath = ctx.args.value(Option.cursor)
         if let cursorPath { after = try readCursor(cursorPath) }
         let nl: [UInt8] = [0x0A]
+        let filter = try ExportFilter(ctx.args)
         if let after {
             // One read transaction, so the cursor matches exactly what was written.
             try store.read {
                 let last = try store.forEachChange(afterSeq: after) { line, _ in
+                    guard try filter.keeps(line) else { return }
                     try ctx.out.write(line)
                     try ctx.out.write(nl)
                 }
@@ -205,6 +229,7 @@ public enum MergeRecordsCommand {
             }
         } else {
             try store.forEachRecordLine { line in
+                guard try filter.keeps(line) else { return }
                 try ctx.out.write(line)
                 try ctx.out.write(nl)
             }
@@ -260,5 +285,39 @@ extension MergeRecordsCommand {
         case since
         case stamp
         case backup
+        case deleted
+        case diff
+        case id
+        case live
+        case type
+    }
+}
+
+/// --export's filters: ids, types, live or deleted. Without any, every
+/// line is kept without being parsed.
+struct ExportFilter {
+    var ids: Set<String>
+    var types: Set<String>
+    var live: Bool
+    var deleted: Bool
+
+    init(_ a: ParsedArguments) throws {
+        ids = Set(a.values(MergeRecordsCommand.Option.id))
+        types = Set(a.values(MergeRecordsCommand.Option.type))
+        live = a.flag(MergeRecordsCommand.Option.live)
+        deleted = a.flag(MergeRecordsCommand.Option.deleted)
+    }
+
+    var isEmpty: Bool { ids.isEmpty && types.isEmpty && !live && !deleted }
+
+    func keeps(_ line: UnsafeRawBufferPointer) throws -> Bool {
+        if isEmpty { return true }
+        let r: Record
+        do { r = try Record(line: String(decoding: line, as: UTF8.self)) } catch { throw ToolError.data("a stored record does not parse: \(error)") }
+        if !ids.isEmpty && !ids.contains(r.id) { return false }
+        if !types.isEmpty && !types.contains(r.type) { return false }
+        if live && r.deleted { return false }
+        if deleted && !r.deleted { return false }
+        return true
     }
 }
