@@ -43,9 +43,14 @@ demo: build
 	$(call apt_install,packages/apt-demo.txt)
 	@bash scripts/demo.sh "$(RELEASE_BIN)"
 
+# The unit tests run in the debug build (assertions on); the end-to-end suite
+# runs the release tools, the binaries `make install` puts on users' machines.
 test: test-deps c-warnings
 	$(SWIFT) build --build-tests
-	$(SWIFT) test --skip-build
+	$(SWIFT) build $(RELEASE_FLAGS)
+	$(SWIFT) test --skip-build --skip EndToEndTests
+	@test -x "$(RELEASE_BIN)/peer-sync" || { echo "no release tools in '$(RELEASE_BIN)'"; exit 1; }
+	FAMILY_SYNC_BIN="$(RELEASE_BIN)" $(SWIFT) test --skip-build --filter EndToEndTests
 
 # The C glue must compile without a warning (SwiftPM builds it without -Wall).
 C_SOURCES := $(wildcard Sources/JPEGGlue/*.c)

@@ -41,12 +41,18 @@ public struct ParsedArguments: Sendable {
         return t
     }
 
-    func timeSpan(_ long: String, default d: TimeSpan) throws -> TimeSpan {
+    /// A duration option; zero is refused unless `allowZero` (then a bare `0` is accepted too).
+    func timeSpan(_ long: String, default d: TimeSpan, allowZero: Bool = false) throws -> TimeSpan {
         guard let v = value(long) else { return d }
-        guard let t = TimeSpan(parsing: v), t.milliseconds > 0 else {
-            throw ToolError.usage("--\(long): '\(v)' is not a duration (like 30s, 10m, 12h, 90d)")
+        if allowZero && v == "0" { return TimeSpan(milliseconds: 0) }
+        switch TimeSpan.parse(v) {
+        case let .success(t) where t.milliseconds > 0 || allowZero:
+            return t
+        case .failure(.tooLong):
+            throw ToolError.usage("--\(long): '\(v)' is longer than any time can be apart (at most \(TimeSpan.longest.milliseconds / 604_800_000)w)")
+        default:
+            throw ToolError.usage("--\(long): '\(v)' is not a duration (like \(allowZero ? "0s" : "30s"), 10m, 12h, 90d)")
         }
-        return t
     }
 
     func int(_ long: String, default d: Int, range: ClosedRange<Int>) throws -> Int {

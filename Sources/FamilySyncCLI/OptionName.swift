@@ -38,7 +38,10 @@ extension ParsedArguments {
         return isSet(o.rawValue)
     }
     public func timestamp<O: OptionName>(_ o: O) throws -> Timestamp? { _ = declared(o, flag: false); return try timestamp(o.rawValue) }
-    public func timeSpan<O: OptionName>(_ o: O, default d: TimeSpan) throws -> TimeSpan { _ = declared(o, flag: false); return try timeSpan(o.rawValue, default: d) }
+    public func timeSpan<O: OptionName>(_ o: O, default d: TimeSpan, allowZero: Bool = false) throws -> TimeSpan {
+        _ = declared(o, flag: false)
+        return try timeSpan(o.rawValue, default: d, allowZero: allowZero)
+    }
     public func int<O: OptionName>(_ o: O, default d: Int, range: ClosedRange<Int>) throws -> Int {
         _ = declared(o, flag: false)
         return try int(o.rawValue, default: d, range: range)

@@ -37,9 +37,18 @@ public final class ToolContext {
         return s
     }
 
+    /// Closes the store opened by `store()` when it belongs to no family (a
+    /// join that never got that far). Returns whether it did.
+    public func closeStoreIfNotJoined() -> Bool {
+        guard let s = openedStore else { return true }
+        guard (try? s.family()) == nil else { return false }
+        openedStore = nil  // the last reference: the connection closes here
+        return true
+    }
+
     /// A diagnostic on stderr as `tool: message`.
     public func warn(_ message: String) {
-        FileHandle.standardError.write(Data("\(name): \(message)\n".utf8))
+        StandardStreams.writeError("\(name): \(message)\n")
     }
 
     /// Progress goes to stderr only when it is a terminal and not `--quiet`.
@@ -76,6 +85,7 @@ public enum Tool {
                             _ body: (ToolContext) throws -> ExitStatus) -> Never {
         signal(SIGPIPE, SIG_IGN)
         StandardInput.claimIfClosed()
+        StandardStreams.occupyClosedDescriptors()
         let status = run(spec, arguments: arguments, body)
         exit(status.rawValue)
     }
@@ -83,7 +93,8 @@ public enum Tool {
     static func run(_ spec: CommandSpec, arguments: [String], _ body: (ToolContext) throws -> ExitStatus) -> ExitStatus {
         let name = spec.name
         let out = OutputStream.stdout
-        func say(_ m: String) { FileHandle.standardError.write(Data("\(name): \(m)\n".utf8)) }
+        // A diagnostic that cannot be written is dropped; the status still tells.
+        func say(_ m: String) { StandardStreams.writeError("\(name): \(m)\n") }
         var parsed: ParsedArguments?
         do {
             let args = try ArgumentParser.parse(arguments, spec: spec)
@@ -111,7 +122,7 @@ public enum Tool {
             if e.status == .usage {
                 let path = parsed?.commandPath ?? [name]
                 let s = parsed?.spec ?? spec
-                FileHandle.standardError.write(Data("Usage: \(HelpText.usageLine(s, path: path))\n  See '\(path.joined(separator: " ")) --help'.\n".utf8))
+                StandardStreams.writeError("Usage: \(HelpText.usageLine(s, path: path))\n  See '\(path.joined(separator: " ")) --help'.\n")
             }
             return e.status
         } catch let e as SQLiteError {

@@ -13,7 +13,7 @@ extension PairQRCommand {
             if let first = drawing.first { throw ToolError.usage("--\(first) makes no sense with --\(a.flag(Option.list) ? "list" : "close")") }
         }
         if a.flag(Option.list) {
-            for offer in try ctx.store().openOffers(now: ctx.now) { try ctx.out.writeLine(offer.json) }
+            for offer in try ctx.store(create: false).openOffers(now: ctx.now) { try ctx.out.writeLine(offer.json) }
             return .success
         }
         if let target = a.value(Option.close) { return try closeOffers(target, ctx) }
@@ -48,11 +48,11 @@ extension PairQRCommand {
                 case "text": bytes = Array(r.text().utf8)
                 default: bytes = try r.png()
                 }
-                try writeAtomically(bytes, to: output)
+                try OutputFile.replace(output, with: bytes)
             } else {
                 // Colour escapes only for a terminal; a file or pipe gets plain half blocks.
                 let drawn = format == "text" ? r.text() : r.terminal(colour: isatty(2) == 1)
-                FileHandle.standardError.write(Data(drawn.utf8))
+                try StandardStreams.writeErrorOrFail(drawn)
             }
         } catch {
             // An offer nobody can see is closed at once rather than left open.
@@ -76,7 +76,9 @@ extension PairQRCommand {
         switch (output as NSString).pathExtension.lowercased() {
         case "svg": return "svg"
         case "txt", "text": return "text"
-        default: return "png"
+        case "png", "": return "png"
+        case let ext:
+            throw ToolError.usage("-o \(output): '.\(ext)' is not a format pair-qr writes (.png, .svg, .txt); give --format to choose one")
         }
     }
 
@@ -87,38 +89,12 @@ extension PairQRCommand {
                 throw ToolError.usage("--close: '\(target)' is neither 'all' nor a nonce (\(PairingOffer.nonceLength) base32 characters)")
             }
         }
-        let n = try ctx.store().closeOffers(nonce: all ? nil : target, now: ctx.now)
+        let n = try ctx.store(create: false).closeOffers(nonce: all ? nil : target, now: ctx.now)
         try ctx.out.writeLine(.object([("closed", .int(n))]))
         if !all && n == 0 {
             ctx.warn("no open offer has nonce \(target) (it may have expired, been used or been closed)")
             return .negative
         }
         return .success
-    }
-
-    /// Writes to a temporary file beside `path`, syncs it, and renames it over
-    /// `path`: a reader never sees half a code.
-    static func writeAtomically(_ bytes: [UInt8], to path: String) throws {
-        let dir = (path as NSString).deletingLastPathComponent
-        var template = Array(((dir.isEmpty ? "." : dir) + "/.pair-qr.XXXXXX").utf8CString)
-        let fd = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
-        guard fd >= 0 else { throw ToolError(.ioError, "\(path): cannot create a file there: \(String(cString: strerror(errno)))") }
-        let tmp = String(decoding: template.prefix(while: { $0 != 0 }).map { UInt8(bitPattern: $0) }, as: UTF8.self)
-        var ok = false
-        defer { if !ok { unlink(tmp) } }
-        fchmod(fd, 0o644)
-        let e = FileIO.writeAll(fd, bytes)
-        if e != 0 {
-            close(fd)
-            throw ToolError(.ioError, "\(path): write error: \(FileIO.describe(e))")
-        }
-        guard fsync(fd) == 0 else {
-            let e = errno
-            close(fd)
-            throw ToolError(.ioError, "\(path): sync failed: \(String(cString: strerror(e)))")
-        }
-        close(fd)
-        guard rename(tmp, path) == 0 else { throw ToolError(.ioError, "\(path): cannot replace: \(String(cString: strerror(errno)))") }
-        ok = true
     }
 }

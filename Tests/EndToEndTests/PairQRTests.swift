@@ -202,7 +202,7 @@ import Testing
         let db = d.file("member.db")
         do {
             let s = try Store(path: db)
-            try s.write { try s.joinFamily(id: "0F6B8E52-8B0C-4B5E-9D59-2B7D1B0E7E11", ownerDevice: "OWNER", secret: [UInt8](repeating: 7, count: 32), now: Timestamp(rfc3339: PairQRTests.now)!) }
+            try s.write { try s.joinFamily(id: "0F6B8E52-8B0C-4B5E-9D59-2B7D1B0E7E11", ownerDevice: "OWNER", secret: SecretBytes([UInt8](repeating: 7, count: 32)), now: Timestamp(rfc3339: PairQRTests.now)!) }
         }
         let r = try Tools.run("pair-qr", ["--db", db, "--now", PairQRTests.now, "-o", d.file("p.png")])
         #expect(r.status == 77)

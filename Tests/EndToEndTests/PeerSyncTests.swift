@@ -280,7 +280,7 @@ extension PeerSyncTests {
 
         // No key, nonce or secret anywhere a user could see it.
         let o = try Store(path: owner), k = try Store(path: kid)
-        var secrets = [try #require(try o.familySecret()), try #require(try k.ownDeviceKey())].map { Hex.encode($0) }
+        var secrets = [try #require(try o.familySecret()), try #require(try k.ownDeviceKey())].map { $0.withUnsafeBytes { Hex.encode($0) } }
         secrets.append(try #require(PairingOffer(text: offer).nonce))
         let visible = [j.out, j.err, st.out, st.err, server.out, server.err,
                        String(decoding: FileManager.default.contents(atPath: events) ?? Data(), as: UTF8.self),
@@ -339,6 +339,7 @@ extension PeerSyncTests {
 
     @Test func unwritableEventsFileIsAnIOError() throws {
         let dir = TempDir()
+        _ = try Store(path: dir.file("s.db"))
         let r = try Tools.run("peer-sync", ["connect", "--db", dir.file("s.db"), "--events", dir.file("no/such/dir/ev"), "127.0.0.1:9"])
         #expect(r.status == 74)
         #expect(r.err.hasPrefix("peer-sync: --events: cannot open \(dir.file("no/such/dir/ev"))"))
@@ -346,6 +347,7 @@ extension PeerSyncTests {
 
     @Test func statusOfAStoreWithoutAFamily() throws {
         let dir = TempDir()
+        _ = try Store(path: dir.file("new.db"))
         let r = try Tools.run("peer-sync", ["status", "--db", dir.file("new.db")])
         #expect(r.status == 0)
         let s = try #require(r.json)

@@ -44,4 +44,21 @@ import Testing
         #expect(TimeSpan(parsing: "-5m") == nil)
         #expect(TimeSpan.minutes(10).description == "10m")
     }
+
+    /// A product past Int64 or past the whole range of times is refused, never wrapped.
+    @Test func overlongDurationsAreRefusedNotWrapped() {
+        #expect(TimeSpan.parse("30500568905w") == .failure(.tooLong))        // wraps Int64 when multiplied
+        #expect(TimeSpan.parse("99999999999999999999ms") == .failure(.tooLong))  // past Int64 as digits
+        #expect(TimeSpan.parse("600000w") == .failure(.tooLong))             // fits Int64, longer than years 0-9999
+        #expect(TimeSpan.parse("521000w") == .success(TimeSpan.days(521_000 * 7)))
+        #expect(TimeSpan.parse("12x") == .failure(.malformed))
+        #expect(TimeSpan.parse("") == .failure(.malformed))
+    }
+
+    @Test func timeArithmeticSaturates() {
+        let t = Timestamp(milliseconds: .max - 5)
+        #expect(t.adding(TimeSpan(milliseconds: 10)).milliseconds == .max)
+        #expect(Timestamp(milliseconds: .min + 5).subtracting(TimeSpan(milliseconds: 10)).milliseconds == .min)
+        #expect(Timestamp(milliseconds: 100).subtracting(TimeSpan(milliseconds: 10)).milliseconds == 90)
+    }
 }

@@ -4,7 +4,7 @@ complete -c jws-verify -l bundle-id -x -d 'The app\'s bundle ID that proofs must
 complete -c jws-verify -l product -x -d 'A product ID that unlocks the plan. Repeatable.'
 complete -c jws-verify -l allow-sandbox -d 'Also accept Sandbox proofs (TestFlight, development builds). Xcode and LocalTesting proofs are never accepted.'
 complete -c jws-verify -l type -x -a 'transaction renewal-info notification' -d 'What the tokens are: transaction (checked for bundle, product, environment, revocation, expiry; yields entitledUntil), renewal-info (environment only) or notification (a notification signedPayload: bundle and environment of its data). Only transactions entitle.'
-complete -c jws-verify -l db -r -F -d 'Work on this store: check its kept proof, or keep proofs with --save. Created on first use.'
+complete -c jws-verify -l db -r -F -d 'Work on this store: check its kept proof (the store must exist), or keep proofs with --save (which creates it on first use).'
 complete -c jws-verify -l save -d 'Verify the transactions read and, when all are valid, keep them in the store as the family\'s proof.'
 complete -c jws-verify -l now -x -d 'Use TIME (RFC 3339) as the current time, for tests and replays.'
 complete -c jws-verify -s q -l quiet -d 'Show no progress on standard error.'

@@ -2,7 +2,7 @@
 complete -c pair-qr -l db -r -F -d 'The store. Created on first use.'
 complete -c pair-qr -l ttl -x -d 'How long the offer stays open (at most 1d).'
 complete -c pair-qr -l addr -x -d 'The address members reach this device at, carried in the code (an IPv6 host without brackets).'
-complete -c pair-qr -s o -l output -r -F -d 'Write the code to FILE; its format comes from --format, else from FILE\'s extension (.png, .svg, .txt), else PNG.'
+complete -c pair-qr -s o -l output -r -F -d 'Write the code to FILE; its format comes from --format, else from FILE\'s extension (.png, .svg, .txt; another is a usage error), else PNG. A regular FILE is replaced atomically, a symbolic link\'s target is replaced, a FIFO or character device is written straight through.'
 complete -c pair-qr -l format -x -a 'png svg terminal text' -d 'How to draw the code: png or svg (need -o), text (to FILE, or stderr), terminal (stderr).'
 complete -c pair-qr -l size -x -d 'Pixels (PNG) or SVG units per module, 1 to 64.'
 complete -c pair-qr -l margin -x -d 'The quiet zone around the code, in modules, 0 to 64.'

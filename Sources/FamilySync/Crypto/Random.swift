@@ -18,6 +18,15 @@ public func secureRandomBytes(_ count: Int) throws -> [UInt8] {
     return out
 }
 
+extension SecretBytes {
+    /// `count` bytes from OpenSSL's CSPRNG, drawn straight into their owner.
+    public static func random(count: Int) throws -> SecretBytes {
+        try SecretBytes(count: count) { out in
+            guard RAND_bytes(out.baseAddress?.assumingMemoryBound(to: UInt8.self), Int32(out.count)) == 1 else { throw OpenSSLError("RAND_bytes") }
+        }
+    }
+}
+
 /// A random RFC 4122 version 4 UUID in upper case, the form device and family
 /// IDs take.
 public func randomUUID() throws -> String {

@@ -58,7 +58,7 @@ public final class TLSConnection {
 
     // Client side: the identity and key offered.
     var clientIdentity: UnsafeMutableBufferPointer<UInt8>?
-    var clientKey: [UInt8] = []
+    var clientKey = SecretBytes([])
 
     // Server side: the key lookup, the identity the client offered, whether a key matched.
     var lookup: (([UInt8]) -> TLSKeyLookup)?
@@ -66,7 +66,7 @@ public final class TLSConnection {
     var serverAcceptedKey = false
 
     /// A client connection that will offer `identity` with `key`.
-    public init(client socket: TCPSocket, context: TLSContext, identity: [UInt8], key: [UInt8]) throws {
+    public init(client socket: TCPSocket, context: TLSContext, identity: [UInt8], key: SecretBytes) throws {
         precondition(context.role == .client)
         self.socket = socket
         guard let s = SSL_new(context.ctx) else { throw OpenSSLError("SSL_new") }
@@ -101,7 +101,6 @@ public final class TLSConnection {
             for i in b.indices { b[i] = 0 }
             UnsafeMutableBufferPointer(start: b.baseAddress, count: max(b.count, 1)).deallocate()
         }
-        for i in clientKey.indices { clientKey[i] = 0 }
     }
 
     static func owner(of ssl: OpaquePointer) -> TLSConnection? {
@@ -109,8 +108,9 @@ public final class TLSConnection {
         return Unmanaged<TLSConnection>.fromOpaque(p).takeUnretainedValue()
     }
 
-    /// Runs the handshake to completion or the deadline.
-    public func handshake(deadline: Deadline) throws {
+    /// Runs the handshake to completion or the deadline; `onProgress` hears
+    /// each time the socket was ready (bytes can move).
+    public func handshake(deadline: Deadline, onProgress: () -> Void = {}) throws {
         while true {
             ERR_clear_error()
             errno = 0
@@ -119,8 +119,10 @@ public final class TLSConnection {
             switch SSL_get_error(ssl, rc) {
             case SSL_ERROR_WANT_READ:
                 guard try socket.wait(for: Int16(POLLIN), deadline: deadline) else { throw TLSError(.timeout, "TLS handshake timed out") }
+                onProgress()
             case SSL_ERROR_WANT_WRITE:
                 guard try socket.wait(for: Int16(POLLOUT), deadline: deadline) else { throw TLSError(.timeout, "TLS handshake timed out") }
+                onProgress()
             default:
                 throw TLSError(.handshake, "TLS handshake with \(socket.address) failed")
             }

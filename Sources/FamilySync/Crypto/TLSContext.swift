@@ -4,7 +4,7 @@ import COpenSSL
 public enum TLSKeyLookup {
     /// Use this key: the handshake then proves the client holds it (the PSK
     /// binder is an HMAC under it) and DHE adds forward secrecy.
-    case key([UInt8])
+    case key(SecretBytes)
     /// No key for this identity. The handshake completes on the server's
     /// throwaway certificate instead, unauthenticated, so that a notice
     /// (busy, refused and why) can still reach the client. The client knows
@@ -82,10 +82,11 @@ public final class TLSContext: @unchecked Sendable {
     }
 
     /// An SSL_SESSION carrying `key` as an external TLS 1.3 PSK.
-    static func pskSession(_ ssl: OpaquePointer, key: [UInt8]) -> OpaquePointer? {
+    static func pskSession(_ ssl: OpaquePointer, key: SecretBytes) -> OpaquePointer? {
         guard let cipher = cipherSuiteCode.withUnsafeBufferPointer({ SSL_CIPHER_find(ssl, $0.baseAddress) }),
               let sess = SSL_SESSION_new() else { return nil }
-        guard SSL_SESSION_set1_master_key(sess, key, key.count) == 1,
+        // OpenSSL copies the key into the session and cleanses that copy when the session is freed.
+        guard key.withUnsafeBytes({ SSL_SESSION_set1_master_key(sess, $0.baseAddress?.assumingMemoryBound(to: UInt8.self), $0.count) }) == 1,
               SSL_SESSION_set_cipher(sess, cipher) == 1,
               SSL_SESSION_set_protocol_version(sess, TLS1_3_VERSION) == 1
         else {

@@ -89,7 +89,7 @@ public enum RecordScanner {
         }
         r.start = s.pos
         var seen: UInt8 = 0
-        w.otherKeys.removeAll(keepingCapacity: true)
+        w.reset()
         // The member being read, named only when an error needs it.
         var current: RecordScan.StringSpan? = nil
         do throws(JSONSyntax) {
@@ -113,11 +113,8 @@ public enum RecordScanner {
                         let bit = UInt8(1) << which.rawValue
                         if seen & bit != 0 { throw RecordErrorBox(RecordError(field: which.name, "appears twice")) }
                         seen |= bit
-                    } else {
-                        for k in w.otherKeys where sameKey(base, k, key) {
-                            throw RecordErrorBox(RecordError(field: keyName(base, key), "appears twice"))
-                        }
-                        w.otherKeys.append(key)
+                    } else if !w.insertOtherKey(key, base: base) {
+                        throw RecordErrorBox(RecordError(field: keyName(base, key), "appears twice"))
                     }
                     try scanMember(which, &s, &r)
                     current = nil
@@ -142,10 +139,64 @@ public enum RecordScanner {
         return r
     }
 
-    /// Reusable scratch space for `scan`.
+    /// Reusable scratch space for `scan`: the line's keys beyond the known
+    /// ones, to find duplicates. A few are compared directly; past
+    /// `linearKeyScan` they go into a hash table, so a 1 MiB line of 100,000
+    /// keys costs 100,000 lookups rather than five billion comparisons.
     struct ScanWorkspace {
         var otherKeys: [RecordScan.StringSpan] = []
+        /// Open addressing over indexes into `otherKeys` (-1: empty); built for this line when needed.
+        private var table: [Int32] = []
         init() {}
+
+        static let linearKeyScan = 16
+
+        mutating func reset() {
+            otherKeys.removeAll(keepingCapacity: true)
+            table.removeAll(keepingCapacity: false)
+        }
+
+        /// Adds `key`; false when the line already has it.
+        mutating func insertOtherKey(_ key: RecordScan.StringSpan, base: UnsafePointer<UInt8>) -> Bool {
+            if otherKeys.count < ScanWorkspace.linearKeyScan {
+                for k in otherKeys where RecordScanner.sameKey(base, k, key) { return false }
+                otherKeys.append(key)
+                return true
+            }
+            if table.isEmpty { rebuild(base: base, capacity: 4 * ScanWorkspace.linearKeyScan) }
+            if (otherKeys.count + 1) * 2 > table.count { rebuild(base: base, capacity: table.count * 2) }
+            let mask = table.count - 1
+            var i = Int(truncatingIfNeeded: ScanWorkspace.hash(key, base: base)) & mask
+            while table[i] >= 0 {
+                if RecordScanner.sameKey(base, otherKeys[Int(table[i])], key) { return false }
+                i = (i + 1) & mask
+            }
+            table[i] = Int32(otherKeys.count)
+            otherKeys.append(key)
+            return true
+        }
+
+        private mutating func rebuild(base: UnsafePointer<UInt8>, capacity: Int) {
+            table = [Int32](repeating: -1, count: capacity)
+            let mask = capacity - 1
+            for (n, k) in otherKeys.enumerated() {
+                var i = Int(truncatingIfNeeded: ScanWorkspace.hash(k, base: base)) & mask
+                while table[i] >= 0 { i = (i + 1) & mask }
+                table[i] = Int32(n)
+            }
+        }
+
+        /// FNV-1a over the key's decoded bytes (escaped and plain spellings hash alike).
+        private static func hash(_ k: RecordScan.StringSpan, base: UnsafePointer<UInt8>) -> UInt64 {
+            var h: UInt64 = 0xcbf2_9ce4_8422_2325
+            func mix(_ c: UInt8) { h = (h ^ UInt64(c)) &* 0x100_0000_01b3 }
+            if k.escaped {
+                for c in RecordScanner.decode(base, k) { mix(c) }
+            } else {
+                for i in k.start..<k.end { mix(base[i]) }
+            }
+            return h
+        }
     }
 
     static func keyName(_ base: UnsafePointer<UInt8>, _ k: RecordScan.StringSpan) -> String {

@@ -41,13 +41,13 @@ extension Store {
         try setMeta("family_id", f.id)
         try setMeta("role", f.role.rawValue)
         try setMeta("owner_device", me)
-        try setSecret("family_secret", try secureRandomBytes(Store.familySecretBytes))
+        try setSecret("family_secret", try SecretBytes.random(count: Store.familySecretBytes))
         try db.run("INSERT OR IGNORE INTO devices (device_id, role, joined_at) VALUES (?, 'owner', ?)", [.text(me), .int(now.milliseconds)])
         return f
     }
 
     /// Records that this store has joined `family` as a member. Call inside `write`.
-    public func joinFamily(id: String, ownerDevice: String, secret: [UInt8], now: Timestamp) throws {
+    public func joinFamily(id: String, ownerDevice: String, secret: SecretBytes, now: Timestamp) throws {
         if let f = try family(), f.id != id {
             throw ToolError(.dataError, "store already belongs to family \(f.id)")
         }
@@ -61,7 +61,7 @@ extension Store {
     }
 
     /// The family secret; never print it.
-    public func familySecret() throws -> [UInt8]? { try secret("family_secret") }
+    public func familySecret() throws -> SecretBytes? { try secret("family_secret") }
 
     public var maxDevices: Int {
         get throws { Int(try setting("max_devices") ?? "") ?? Store.defaultMaxDevices }

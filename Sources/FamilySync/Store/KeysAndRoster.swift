@@ -18,17 +18,17 @@ extension Store {
     }
 
     /// Replaces the family key (a revocation on the owner, or the owner's new key on a member).
-    public func setFamilyKey(_ key: [UInt8], epoch: Int64) throws {
+    public func setFamilyKey(_ key: SecretBytes, epoch: Int64) throws {
         try setSecret("family_secret", key)
         try setMeta("family_epoch", String(epoch))
     }
 
     /// This member's own device key.
-    public func ownDeviceKey() throws -> [UInt8]? { try secret("device_key") }
-    public func setOwnDeviceKey(_ key: [UInt8]) throws { try setSecret("device_key", key) }
+    public func ownDeviceKey() throws -> SecretBytes? { try secret("device_key") }
+    public func setOwnDeviceKey(_ key: SecretBytes) throws { try setSecret("device_key", key) }
 
     /// The owner's copy of a member's device key.
-    public func memberDeviceKey(_ device: String) throws -> [UInt8]? { try secret("device_key:" + device) }
+    public func memberDeviceKey(_ device: String) throws -> SecretBytes? { try secret("device_key:" + device) }
 
     // MARK: The roster
 
@@ -67,8 +67,8 @@ extension Store {
 
     /// Owner: admits a joining device and issues its device key. Call inside
     /// the transaction that also consumes the offer's nonce.
-    public func admitDeviceInTransaction(_ device: String, now: Timestamp) throws -> [UInt8] {
-        let key = try secureRandomBytes(Store.familySecretBytes)
+    public func admitDeviceInTransaction(_ device: String, now: Timestamp) throws -> SecretBytes {
+        let key = try SecretBytes.random(count: Store.familySecretBytes)
         try db.run("INSERT INTO devices (device_id, role, joined_at) VALUES (?, 'member', ?)", [.text(device), .int(now.milliseconds)])
         try setSecret("device_key:" + device, key)
         return key
@@ -81,7 +81,7 @@ extension Store {
     public func revokeDeviceInTransaction(_ device: String, now: Timestamp) throws -> Int64 {
         try db.run("UPDATE devices SET revoked_at = ? WHERE device_id = ? AND revoked_at IS NULL", [.int(now.milliseconds), .text(device)])
         let epoch = try familyEpoch + 1
-        try setFamilyKey(try secureRandomBytes(Store.familySecretBytes), epoch: epoch)
+        try setFamilyKey(try SecretBytes.random(count: Store.familySecretBytes), epoch: epoch)
         return epoch
     }
 

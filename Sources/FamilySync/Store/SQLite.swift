@@ -170,6 +170,8 @@ public enum SQLValue: Sendable {
     case int(Int64)
     case text(String)
     case blob([UInt8])
+    /// Key material, bound without an intermediate copy (SQLite takes its own).
+    case secret(SecretBytes)
     case double(Double)
 }
 
@@ -208,6 +210,7 @@ public final class Statement {
         case let .double(x): rc = sqlite3_bind_double(stmt, i, x)
         case let .text(s): rc = sqlite3_bind_text(stmt, i, s, -1, fs_sqlite_transient())
         case let .blob(b): rc = b.withUnsafeBytes { sqlite3_bind_blob64(stmt, i, $0.baseAddress ?? UnsafeRawPointer(bitPattern: 1), sqlite3_uint64(b.count), fs_sqlite_transient()) }
+        case let .secret(k): rc = k.withUnsafeBytes { sqlite3_bind_blob64(stmt, i, $0.baseAddress ?? UnsafeRawPointer(bitPattern: 1), sqlite3_uint64($0.count), fs_sqlite_transient()) }
         }
         try db.check(rc, "binding parameter \(i)")
     }

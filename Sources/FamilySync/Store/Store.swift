@@ -34,7 +34,7 @@ public final class Store {
         var waited = 0
         while true {
             do {
-                try db.execute("PRAGMA page_size = \(Store.pageSize); PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;")
+                try db.execute("PRAGMA page_size = \(Store.pageSize); PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON; \(Store.connectionPragmas)")
                 break
             } catch let e as SQLiteError where e.isBusy && waited < Int(Database.busyTimeoutMilliseconds) {
                 usleep(1000)
@@ -42,6 +42,41 @@ public final class Store {
             }
         }
         try migrate()
+    }
+
+    /// A second connection to this same store, for another thread of this
+    /// process. It skips the checks `init(path:)` makes by reading the file
+    /// directly: closing any descriptor of a file drops every POSIX lock the
+    /// process holds on it, SQLite's own included, and a store whose locks
+    /// vanish under an open connection can lose another process's commits.
+    public func anotherConnection() throws -> Store {
+        do {
+            let db = try Database(path: path, flags: SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX)
+            try db.execute("PRAGMA foreign_keys = ON; \(Store.connectionPragmas)")
+            return Store(path: path, db: db)
+        } catch let e as SQLiteError {
+            throw ToolError(.ioError, "cannot open store \(path): \(e.message)")
+        }
+    }
+
+    private init(path: String, db: Database) {
+        self.path = path
+        self.db = db
+    }
+
+    /// Every connection overwrites what it deletes or replaces with zeros
+    /// (`secure_delete`), so an old key's bytes do not linger in free space
+    /// of the file.
+    static let connectionPragmas = "PRAGMA secure_delete = ON;"
+
+    /// After a secret was replaced: copies the log into the file and truncates
+    /// it, so the old versions of the pages (the old key among them) are
+    /// overwritten in the file and gone from the log. Returns false when a
+    /// reader elsewhere still holds an older snapshot (the next checkpoint
+    /// then does it).
+    @discardableResult
+    public func scrubReplacedSecrets() throws -> Bool {
+        try db.scalarInt("PRAGMA wal_checkpoint(TRUNCATE)") == 0
     }
 
     /// The store path from `--db`, else `$FAMILY_SYNC_DB`, else the per-user
@@ -173,15 +208,15 @@ public final class Store {
     public func setting(_ key: String) throws -> String? { try value(.settings, key) }
     public func setSetting(_ key: String, _ value: String?) throws { try setValue(.settings, key, value) }
 
-    /// Secret material; callers must never print or log it.
-    public func secret(_ name: String) throws -> [UInt8]? {
+    /// Secret material, read straight from SQLite into its owner; callers must never print or log it.
+    public func secret(_ name: String) throws -> SecretBytes? {
         let s = try db.prepare("SELECT value FROM secrets WHERE name = ?")
         try s.bind([.text(name)])
         defer { s.reset() }
-        return try s.step() ? s.blob(0) : nil
+        return try s.step() ? s.withBytes(0) { SecretBytes($0) } : nil
     }
-    public func setSecret(_ name: String, _ value: [UInt8]) throws {
-        try db.run("INSERT INTO secrets (name, value) VALUES (?, ?) ON CONFLICT(name) DO UPDATE SET value = excluded.value", [.text(name), .blob(value)])
+    public func setSecret(_ name: String, _ value: SecretBytes) throws {
+        try db.run("INSERT INTO secrets (name, value) VALUES (?, ?) ON CONFLICT(name) DO UPDATE SET value = excluded.value", [.text(name), .secret(value)])
     }
 
     /// Runs `body` as one write transaction.

@@ -120,6 +120,8 @@ public struct JSONParseError: Error, CustomStringConvertible, Sendable {
 /// exhaust the stack.
 public struct JSONParser {
     public static let maxDepth = 64
+    /// Objects up to this many keys check duplicates by scanning; larger ones use a set.
+    static let linearKeyScan = 16
 
     public static func parse(_ text: String) throws -> JSONValue {
         var utf8 = text
@@ -160,6 +162,9 @@ public struct JSONParser {
         case UInt8(ascii: "{"):
             pos += 1
             var pairs: [(String, JSONValue)] = []
+            // Duplicate keys are found with a set once an object has more than a
+            // few, so an object of 200,000 keys costs 200,000 lookups, not 2 × 10¹⁰.
+            var keys: Set<String>? = nil
             skipSpace()
             if pos < buf.count, buf[pos] == UInt8(ascii: "}") { pos += 1; return .object(pairs) }
             while true {
@@ -171,7 +176,12 @@ public struct JSONParser {
                 pos += 1
                 skipSpace()
                 let v = try value(depth: depth + 1)
-                if pairs.contains(where: { $0.0 == k }) { throw fail("duplicate key \"\(k)\"") }
+                if pairs.count < JSONParser.linearKeyScan {
+                    if pairs.contains(where: { $0.0 == k }) { throw fail("duplicate key \"\(k.prefix(100))\"") }
+                } else {
+                    if keys == nil { keys = Set(pairs.map(\.0)) }
+                    if keys?.insert(k).inserted == false { throw fail("duplicate key \"\(k.prefix(100))\"") }
+                }
                 pairs.append((k, v))
                 skipSpace()
                 guard pos < buf.count else { throw fail("unexpected end of input") }
@@ -291,7 +301,9 @@ public struct JSONParser {
                 } else if (0xDC00..<0xE000).contains(code) {
                     throw fail("unpaired surrogate")
                 }
-                bytes.append(contentsOf: String(Character(Unicode.Scalar(code)!)).utf8)
+                // Never nil: surrogates were paired or refused above, and the largest pair is 0x10FFFF.
+                guard let scalar = Unicode.Scalar(code) else { throw fail("invalid \\u escape") }
+                bytes.append(contentsOf: String(Character(scalar)).utf8)
             default: throw fail("invalid escape")
             }
         }

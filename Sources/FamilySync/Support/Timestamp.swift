@@ -20,8 +20,16 @@ public struct Timestamp: Comparable, Hashable, Sendable, CustomStringConvertible
 
     public static func < (a: Timestamp, b: Timestamp) -> Bool { a.milliseconds < b.milliseconds }
 
-    public func adding(_ d: TimeSpan) -> Timestamp { Timestamp(milliseconds: milliseconds &+ d.milliseconds) }
-    public func subtracting(_ d: TimeSpan) -> Timestamp { Timestamp(milliseconds: milliseconds &- d.milliseconds) }
+    /// Saturating: a sum past the ends of Int64 stops there instead of wrapping
+    /// round to a time on the other side of the epoch.
+    public func adding(_ d: TimeSpan) -> Timestamp {
+        let (v, over) = milliseconds.addingReportingOverflow(d.milliseconds)
+        return Timestamp(milliseconds: over ? (d.milliseconds < 0 ? .min : .max) : v)
+    }
+    public func subtracting(_ d: TimeSpan) -> Timestamp {
+        let (v, over) = milliseconds.subtractingReportingOverflow(d.milliseconds)
+        return Timestamp(milliseconds: over ? (d.milliseconds < 0 ? .max : .min) : v)
+    }
 
     /// Years 0000–9999 are representable in RFC 3339.
     public static let earliest = Timestamp(milliseconds: -62_167_219_200_000)
@@ -162,13 +170,35 @@ public struct TimeSpan: Comparable, Hashable, Sendable, CustomStringConvertible 
     public static func days(_ d: Int64) -> TimeSpan { TimeSpan(milliseconds: d * 86_400_000) }
     public static func < (a: TimeSpan, b: TimeSpan) -> Bool { a.milliseconds < b.milliseconds }
 
+    /// The longest span a duration may be written as: the whole range of
+    /// representable times (years 0000-9999). Anything longer is a mistake, and
+    /// bounding it here keeps every sum of a time and a span inside Int64.
+    public static let longest = TimeSpan(milliseconds: Timestamp.latest.milliseconds - Timestamp.earliest.milliseconds)
+
+    /// Why a written duration was refused.
+    public enum ParseFailure: Error, Sendable, Equatable {
+        /// Not digits followed by one of the units.
+        case malformed
+        /// Well formed, but longer than `TimeSpan.longest` (or past Int64).
+        case tooLong
+    }
+
     public init?(parsing text: String) {
+        guard case let .success(t) = TimeSpan.parse(text) else { return nil }
+        self = t
+    }
+
+    /// Parses `NUMBER UNIT`; an overflowing product is `.tooLong`, never a wrapped value.
+    public static func parse(_ text: String) -> Result<TimeSpan, ParseFailure> {
         let units: [(String, Int64)] = [("ms", 1), ("s", 1000), ("m", 60_000), ("h", 3_600_000), ("d", 86_400_000), ("w", 604_800_000)]
         let digits = text.prefix(while: { $0.isASCII && $0.isNumber })
         let unit = text.dropFirst(digits.count)
-        guard !digits.isEmpty, digits.count <= 12, let n = Int64(digits),
-              let mult = units.first(where: { $0.0 == unit })?.1 else { return nil }
-        self.milliseconds = n * mult
+        guard !digits.isEmpty, let mult = units.first(where: { $0.0 == unit })?.1 else { return .failure(.malformed) }
+        // All digits, so Int64() fails only by being too large.
+        guard let n = Int64(digits) else { return .failure(.tooLong) }
+        let (ms, over) = n.multipliedReportingOverflow(by: mult)
+        guard !over, ms <= longest.milliseconds else { return .failure(.tooLong) }
+        return .success(TimeSpan(milliseconds: ms))
     }
 
     public var description: String {

@@ -50,6 +50,10 @@ public struct Frame: Sendable {
     /// twice that; photos travel in much smaller chunks. Anything larger is
     /// hostile or broken and ends the session before a byte of it is buffered.
     public static let maxPayloadBytes = 2 << 20
+    /// The limit on a notice (REFUSED, BUSY) read before authentication: its
+    /// sender proved nothing, so it gets a few KiB, not the 2 MiB a peer gets.
+    /// The largest notice a server sends is well under 1 KiB.
+    public static let maxNoticeBytes = 4 << 10
     /// Length (4) and type (1).
     public static let headerBytes = 5
 
@@ -97,6 +101,10 @@ struct FrameDecoder {
     /// Bytes received that are not part of a payload being filled.
     private var buffer: [UInt8] = []
     private var start = 0
+    /// The largest payload accepted: `Frame.maxPayloadBytes`, or less on a
+    /// session that may carry only a notice.
+    var maxPayload = Frame.maxPayloadBytes
+
     /// The frame being filled: its type, its payload (full length) and how much of it has arrived.
     private var partialType: FrameType?
     private var partial: [UInt8] = []
@@ -154,8 +162,8 @@ struct FrameDecoder {
         guard buffered >= Frame.headerBytes else { return nil }
         let b = start
         let length = Int(buffer[b]) << 24 | Int(buffer[b + 1]) << 16 | Int(buffer[b + 2]) << 8 | Int(buffer[b + 3])
-        guard length <= Frame.maxPayloadBytes else {
-            throw ProtocolError("frame of \(length) bytes exceeds the limit of \(Frame.maxPayloadBytes)")
+        guard length <= maxPayload else {
+            throw ProtocolError("frame of \(length) bytes exceeds the limit of \(maxPayload)")
         }
         guard let type = FrameType(rawValue: buffer[b + 4]) else {
             throw ProtocolError(String(format: "unknown frame type 0x%02x", Int(buffer[b + 4])))

@@ -23,10 +23,6 @@ final class FrameChannel {
     /// Set once the peer has closed: true for a clean TLS close.
     private(set) var peerClosed: Bool?
 
-    /// Another descriptor to watch while waiting (the server's listener, so a
-    /// latecomer gets its busy reply during a session), and what to do when it is readable.
-    var sideWatch: (fd: Int32, onReadable: () -> Void)?
-
     /// How much one read asks OpenSSL for.
     static let readChunkBytes = 256 << 10
     /// The most one turn reads before handing frames to the session, so a
@@ -38,6 +34,12 @@ final class FrameChannel {
         self.clock = clock
         lastReceived = clock.now()
         lastSent = lastReceived
+    }
+
+    /// The largest frame this channel accepts from now on.
+    var maxPayload: Int {
+        get { decoder.maxPayload }
+        set { decoder.maxPayload = newValue }
     }
 
     /// Bytes queued and not yet written.
@@ -77,11 +79,9 @@ final class FrameChannel {
         // Any progress goes back to the session first: it may have more to
         // queue now that the buffer drained, or frames to act on.
         if !frames.isEmpty || peerClosed != nil || progressed { return frames }
-        var fds = [pollfd(fd: tls.socket.fd, events: Int16(POLLIN) | ((backlog > 0 || readWantsWrite) ? Int16(POLLOUT) : 0), revents: 0)]
-        if let side = sideWatch { fds.append(pollfd(fd: side.fd, events: Int16(POLLIN), revents: 0)) }
-        let rc = poll(&fds, nfds_t(fds.count), waitMilliseconds)
+        var fd = pollfd(fd: tls.socket.fd, events: Int16(POLLIN) | ((backlog > 0 || readWantsWrite) ? Int16(POLLOUT) : 0), revents: 0)
+        let rc = poll(&fd, 1, waitMilliseconds)
         if rc < 0 && errno != EINTR { throw SocketError("poll", address: tls.socket.address) }
-        if rc > 0, fds.count > 1, fds[1].revents & Int16(POLLIN) != 0 { sideWatch?.onReadable() }
         _ = try flush()
         _ = try readAvailable(into: &frames)
         return frames

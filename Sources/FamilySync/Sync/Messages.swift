@@ -65,12 +65,15 @@ struct FieldReader {
         guard let v = value[k], !v.isNull else { return nil }
         return try time(k)
     }
-    func hexKey(_ k: String) throws(ProtocolError) -> [UInt8] {
+    /// A 32-byte key in hex, as bytes (a public key).
+    func hexBytes(_ k: String) throws(ProtocolError) -> [UInt8] {
         let s = try string(k, maxBytes: 128)
         guard s.utf8.count == SessionKeys.keyBytes * 2, let b = Hex.decode(s) else { throw fail(k, "not a 32-byte key in hex") }
         return b
     }
-    func optionalHexKey(_ k: String) throws(ProtocolError) -> [UInt8]? {
+    /// A 32-byte secret key in hex, into its owner.
+    func hexKey(_ k: String) throws(ProtocolError) -> SecretBytes { SecretBytes(try hexBytes(k)) }
+    func optionalHexKey(_ k: String) throws(ProtocolError) -> SecretBytes? {
         guard let v = value[k], !v.isNull else { return nil }
         return try hexKey(k)
     }
@@ -175,7 +178,7 @@ struct FamilyMessage {
     var proof: String?
     /// The sender's proof policy (bundle ID, products, sandbox); members adopt the owner's.
     var policy: ProofPolicy?
-    var familyKey: [UInt8]?
+    var familyKey: SecretBytes?
     /// The newest signed roster the sender holds (the owner's decision; OwnerAuthority.swift).
     var roster: SignedRoster?
     /// Owner only: the public key its roster statements verify under.
@@ -195,7 +198,7 @@ struct FamilyMessage {
         var pairs: [(String, JSONValue)] = [("owner", .string(owner)), ("epoch", .int(epoch)), ("maxDevices", .int(maxDevices)),
                                             ("devices", .array(devices.map(\.json))), ("proof", .optional(proof)),
                                             ("policy", policy?.syncJSON ?? .null)]
-        if let k = familyKey { pairs.append(("familyKey", .string(Hex.encode(k)))) }
+        if let k = familyKey { pairs.append(("familyKey", .string(k.withUnsafeBytes { Hex.encode($0) }))) }
         pairs.append(("roster", roster?.json ?? .null))
         if let k = rosterKey { pairs.append(("rosterKey", .string(Hex.encode(k)))) }
         if let a = acked {
@@ -206,7 +209,7 @@ struct FamilyMessage {
         return .object(pairs)
     }
 
-    init(owner: String, epoch: Int64, maxDevices: Int64, devices: [RosterEntry], proof: String?, policy: ProofPolicy? = nil, familyKey: [UInt8]?) {
+    init(owner: String, epoch: Int64, maxDevices: Int64, devices: [RosterEntry], proof: String?, policy: ProofPolicy? = nil, familyKey: SecretBytes?) {
         self.owner = owner
         self.epoch = epoch
         self.maxDevices = maxDevices
@@ -251,7 +254,7 @@ struct FamilyMessage {
             guard v.objectValue != nil else { throw ProtocolError("FAMILY field 'roster': not an object") }
             roster = try SignedRoster(FieldReader(name: "FAMILY.roster", value: v))
         }
-        rosterKey = try r.optionalHexKey("rosterKey")
+        if let v = r.value["rosterKey"], !v.isNull { rosterKey = try r.hexBytes("rosterKey") }
         if let v = r.value["acked"], !v.isNull {
             acked = try r.int("acked")
             for (i, item) in try r.array("waitingFor", maxCount: FamilyMessage.maxRosterEntries).enumerated() {
@@ -348,15 +351,15 @@ struct WelcomeMessage {
     var family: String
     var owner: String
     var epoch: Int64
-    var familyKey: [UInt8]
-    var deviceKey: [UInt8]
+    var familyKey: SecretBytes
+    var deviceKey: SecretBytes
 
     var json: JSONValue {
         .object([("family", .string(family)), ("owner", .string(owner)), ("epoch", .int(epoch)),
-                 ("familyKey", .string(Hex.encode(familyKey))), ("deviceKey", .string(Hex.encode(deviceKey)))])
+                 ("familyKey", .string(familyKey.withUnsafeBytes { Hex.encode($0) })), ("deviceKey", .string(deviceKey.withUnsafeBytes { Hex.encode($0) }))])
     }
 
-    init(family: String, owner: String, epoch: Int64, familyKey: [UInt8], deviceKey: [UInt8]) {
+    init(family: String, owner: String, epoch: Int64, familyKey: SecretBytes, deviceKey: SecretBytes) {
         self.family = family
         self.owner = owner
         self.epoch = epoch

@@ -109,9 +109,10 @@ extension Store {
     }
 
     private func ownerRosterPrivateKey() throws -> [UInt8] {
-        if let k = try secret("roster_signing_key") { return k }
+        // Ed25519's API takes an array; the stored copy is owned like every other secret.
+        if let k = try secret("roster_signing_key") { return k.copiedBytes }
         let k = try Ed25519.generatePrivateKey()
-        try setSecret("roster_signing_key", k)
+        try setSecret("roster_signing_key", SecretBytes(k))
         return k
     }
 

@@ -19,7 +19,8 @@ enum PairingAdmission {
             channel.stash = channel.takeStash()
             if f.type != .ping { frame = f }
         }
-        guard let f = frame, f.type == .join else { throw ProtocolError("expected JOIN, got \(frame!.type.name)") }
+        guard let f = frame else { throw ProtocolError("expected JOIN, the joining device closed the connection") }
+        guard f.type == .join else { throw ProtocolError("expected JOIN, got \(f.type.name)") }
         let join = try JoinMessage(f)
         let me = try store.deviceID
         guard join.device != me else {

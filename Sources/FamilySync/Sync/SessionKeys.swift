@@ -57,18 +57,18 @@ public enum SessionKeys {
     }
 
     /// Member-to-member: the family key of `epoch`, bound to both device IDs in role order.
-    public static func familyPSK(familyKey: [UInt8], family: String, epoch: Int64, client: String, server: String) throws -> [UInt8] {
+    public static func familyPSK(familyKey: SecretBytes, family: String, epoch: Int64, client: String, server: String) throws -> SecretBytes {
         try hkdfSHA256(secret: familyKey, salt: syncSalt, info: info(["family-key", family, String(epoch), client, server]), length: keyBytes)
     }
 
     /// Owner-to-member (either way round): the member's device key, bound to both device IDs in role order.
-    public static func devicePSK(deviceKey: [UInt8], family: String, client: String, server: String) throws -> [UInt8] {
+    public static func devicePSK(deviceKey: SecretBytes, family: String, client: String, server: String) throws -> SecretBytes {
         try hkdfSHA256(secret: deviceKey, salt: syncSalt, info: info(["device-key", family, client, server]), length: keyBytes)
     }
 
     /// Pairing: the offer's nonce (its text, as in the QR code).
-    public static func pairingPSK(nonce: String, family: String) throws -> [UInt8] {
-        try hkdfSHA256(secret: Array(nonce.utf8), salt: pairSalt, info: info(["pair", family]), length: keyBytes)
+    public static func pairingPSK(nonce: String, family: String) throws -> SecretBytes {
+        try hkdfSHA256(secret: SecretBytes(nonce.utf8), salt: pairSalt, info: info(["pair", family]), length: keyBytes)
     }
 
     /// The tag that names an offer in a pairing identity: 16 bytes of HKDF

@@ -116,7 +116,7 @@ public final class SyncClient {
     }
 
     /// The identity and PSK for a session with `server` (docs/protocol.md, "Keys").
-    private func sessionKey(server: String, family: FamilyInfo, me: String) throws -> (SessionIdentity, [UInt8]) {
+    private func sessionKey(server: String, family: FamilyInfo, me: String) throws -> (SessionIdentity, SecretBytes) {
         let epoch = try store.familyEpoch
         let identity = SessionIdentity.sync(family: family.id, client: me, server: server, epoch: epoch)
         if family.role == .owner {
@@ -135,7 +135,7 @@ public final class SyncClient {
     }
 
     /// TCP connect and TLS handshake. Nobody listening: exit 69 with the standard message.
-    private func open(_ address: HostPort, identity: [UInt8], key: [UInt8]) throws -> FrameChannel {
+    private func open(_ address: HostPort, identity: [UInt8], key: SecretBytes) throws -> FrameChannel {
         let sock: TCPSocket
         do { sock = try TCPSocket.connect(to: address, timeout: SyncLimits.connectTimeout) } catch let e as SocketError {
             emit("unreachable", [("address", .string(address.description)), ("error", .string(String(cString: strerror(e.code))))])
@@ -163,7 +163,11 @@ public final class SyncClient {
     /// The one frame an unauthenticated session may carry.
     private func readNotice(_ channel: FrameChannel, from address: HostPort) throws -> Notice {
         let f: Frame?
-        do { f = try channel.receive(deadline: Deadline(after: SyncLimits.noticeTimeout)) } catch {
+        channel.maxPayload = Frame.maxNoticeBytes
+        do { f = try channel.receive(deadline: Deadline(after: SyncLimits.noticeTimeout)) } catch let e as ProtocolError {
+            _ = channel.tls.shutdown(deadline: Deadline(after: TimeSpan.seconds(1)))
+            throw ToolError(.dataError, "protocol error from \(address): a notice before authentication: \(e.message)")
+        } catch {
             throw ToolError(.unavailable, "\(address) did not accept this device's key and sent no reason")
         }
         _ = channel.tls.shutdown(deadline: Deadline(after: TimeSpan.seconds(1)))
@@ -261,26 +265,27 @@ public final class SyncClient {
             channel.send(.join, json: JoinMessage(device: me, clock: clock.now(), version: options.faults.contains(.speakVersion1) ? 1 : Int64(SyncProtocol.version)).json)
             let welcome: WelcomeMessage
             do {
-                var reply: Frame?
                 let deadline = Deadline(after: SyncLimits.noticeTimeout)
-                while reply == nil {
+                var next: Frame?
+                repeat {
                     guard let f = try channel.receive(deadline: deadline) else {
                         throw ToolError(.unavailable, "\(address) closed the connection before answering the join; nothing was stored")
                     }
-                    if f.type != .ping { reply = f }
-                }
-                switch reply!.type {
+                    next = f.type == .ping ? nil : f
+                } while next == nil
+                guard let reply = next else { throw ProtocolError("no answer to JOIN") }
+                switch reply.type {
                 case .welcome:
-                    welcome = try WelcomeMessage(reply!)
+                    welcome = try WelcomeMessage(reply)
                 case .refused:
-                    let r = try RefusalMessage(reply!)
+                    let r = try RefusalMessage(reply)
                     emit("refused", [("address", .string(address.description)), ("reason", .string(r.reason.rawValue)), ("message", .string(r.message))])
                     throw ToolError(.noPermission, "refused by \(address): \(r.message) (\(r.reason.rawValue)); nothing was stored")
                 case .error:
-                    let m = (try? FieldReader(reply!).string("message", maxBytes: 1024)) ?? ""
+                    let m = (try? FieldReader(reply).string("message", maxBytes: 1024)) ?? ""
                     throw ToolError(.dataError, "\(address) reported a protocol error: \(m); nothing was stored")
                 default:
-                    throw ProtocolError("expected WELCOME or REFUSED, got \(reply!.type.name)")
+                    throw ProtocolError("expected WELCOME or REFUSED, got \(reply.type.name)")
                 }
             } catch let e as ProtocolError {
                 throw ToolError(.dataError, "protocol error from \(address): \(e.message); nothing was stored")
@@ -298,7 +303,7 @@ public final class SyncClient {
                 try store.setOwnDeviceKey(welcome.deviceKey)
             }
             emit("joined", [("family", .string(welcome.family)), ("owner", .string(welcome.owner)), ("device", .string(me))])
-            let fam = try store.family()!
+            guard let fam = try store.family() else { throw ToolError(.software, "the family just stored could not be read back") }
             let session = SyncSession(store: store, family: fam, me: me,
                                       peer: SessionPeer(device: welcome.owner, address: address.description, side: .client, joined: true,
                                                         newToFamily: !rejoining),

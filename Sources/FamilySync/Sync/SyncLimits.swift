@@ -43,8 +43,19 @@ public enum SyncLimits {
     public static let busyRetryCap = TimeSpan.seconds(8)
     /// The delay a busy server suggests before the next try.
     public static let busyRetryHint = TimeSpan.seconds(1)
-    /// Latecomers answered "busy" at the same time, at most; more are closed at once.
-    public static let maxBusyResponders = 8
+    /// Connections `serve` holds before they authenticate (accepted, in their
+    /// handshake, or getting a notice), each on its own thread; a newcomer past
+    /// this drops the most stalled one (OpenSSH's MaxStartups, without the
+    /// random early drop). A household has a handful of devices: 16 leaves
+    /// room for all of them at once and bounds what a stranger can hold.
+    public static let preAuthLimit = 16
+    /// The most time a connection gets from accept to authenticated (or to its
+    /// notice sent): OpenSSH's LoginGraceTime. A TLS 1.3 PSK handshake is one
+    /// round trip, so even a slow link needs a fraction of this.
+    public static let preAuthGrace = TimeSpan.seconds(5)
+    /// Connections the kernel queues before the acceptor takes them: enough
+    /// for a burst of several pools' worth.
+    public static let listenBacklog: Int32 = 64
     /// The default port `serve` listens on and `connect` assumes.
     public static let defaultPort: UInt16 = 7433
     /// How large a session lets the write-ahead log grow before a checkpoint:

@@ -4,16 +4,24 @@ import Synchronization
 /// What the server decided for a client's PSK identity, before the handshake completes.
 enum ServerDecision {
     /// A sync session with a device that proved the key.
-    case sync(peer: String, key: [UInt8])
+    case sync(peer: String, key: SecretBytes)
     /// A pairing join on an open offer.
-    case pair(nonce: String, key: [UInt8])
+    case pair(nonce: String, key: SecretBytes)
     /// The key is known, so the refusal goes over an authenticated session
     /// (the client can trust it: a revoked device then drops to free).
-    case refuseAuthenticated(key: [UInt8], RefusalMessage)
+    case refuseAuthenticated(key: SecretBytes, RefusalMessage)
     /// No key: the refusal goes as a notice on an unauthenticated session.
     case refuse(RefusalMessage)
 
-    var key: [UInt8]? {
+    /// A session follows the handshake (so it needs the server's one session slot).
+    var startsSession: Bool {
+        switch self {
+        case .sync, .pair: return true
+        case .refuseAuthenticated, .refuse: return false
+        }
+    }
+
+    var key: SecretBytes? {
         switch self {
         case let .sync(_, k), let .pair(_, k), let .refuseAuthenticated(k, _): return k
         case .refuse: return nil
@@ -21,19 +29,25 @@ enum ServerDecision {
     }
 }
 
-/// `peer-sync serve`: accepts peers one session at a time on a listening
-/// socket; latecomers get an explicit BUSY; pairing joins on the store's open
-/// offers are admitted with the nonce consumed in the same transaction.
-/// Runs on the calling thread (busy replies go out from short-lived threads
-/// that never touch the store). Not Sendable.
+/// `peer-sync serve`. Three kinds of thread, so nobody can stall it:
+/// - the acceptor takes every connection at once and gives it a thread of
+///   its own, inside a bounded `PreAuthPool`;
+/// - each such thread runs the TLS handshake under a short deadline, decides
+///   on the client's identity (reading the store through a connection of its
+///   own), and sends REFUSED or BUSY itself;
+/// - the calling thread, which owns the store, runs the sessions of
+///   authenticated peers one at a time; a peer whose identity arrives while
+///   one runs gets BUSY (docs/protocol.md §5).
+/// Pairing joins are admitted on the session thread, with the offer's nonce
+/// consumed in the same transaction. Not Sendable.
 public final class SyncServer {
     private let store: Store
     private let options: SyncOptions
     private let clock: SyncClock
+    /// Called from every thread of the server, one event at a time.
     private let observer: SyncObserver?
     private let verifier: ProofVerifier
     private let context: TLSContext
-    private let busyResponders = BusyCounter()
 
     /// What became of one accepted connection.
     public enum Outcome {
@@ -49,7 +63,7 @@ public final class SyncServer {
         self.verifier = verifier
         self.options = options
         self.clock = SyncClock(base: now)
-        self.observer = observer
+        self.observer = observer.map(SerializedObserver.init).map { o in { o.send($0) } }
         self.context = try TLSContext(role: .server)
     }
 
@@ -63,83 +77,56 @@ public final class SyncServer {
             throw ToolError(.noInput, "this store belongs to no family yet: make an offer with 'pair-qr' (owner) or redeem one with 'peer-sync join'")
         }
         let listener: TCPSocket
-        do { listener = try TCPSocket.listen(on: address) } catch let e as SocketError {
+        do { listener = try TCPSocket.listen(on: address, backlog: SyncLimits.listenBacklog) } catch let e as SocketError {
             if e.code == EADDRNOTAVAIL {
                 throw ToolError.usage("--listen: \(address.host) is not an address of this machine (see 'ip -brief address')")
             }
             throw ToolError(.unavailable, "cannot listen on \(address): \(String(cString: strerror(e.code)))")
         }
         let bound = listener.localAddress()?.description ?? address.description
+        // The handshake threads decide on identities through a store connection of their own.
+        let gate = ServerGate(reader: try store.anotherConnection(), context: context, clock: clock, observer: observer)
         emit("listening", [("address", .string(bound)), ("device", .string(try store.deviceID)), ("family", .string(fam.id)),
                            ("role", .string(fam.role.rawValue))])
-        while !SyncStop.isRequested {
-            guard try listener.wait(for: Int16(POLLIN), deadline: Deadline(after: SyncLimits.stopCheckInterval)) else { continue }
-            guard let sock = try listener.accept() else { continue }
-            switch try serve(sock, listener: listener) {
-            case let .session(result):
-                try report(result)
-                if once {
-                    switch result {
-                    case .success: return .success
-                    case let .failure(e): return e.status
-                    }
+        let acceptor = gate.startAccepting(listener)
+        defer { acceptor.stop() }
+        while !SyncStop.isRequested && !acceptor.hasEnded {
+            guard let peer = gate.handoff.take(timeout: SyncLimits.stopCheckInterval) else { continue }
+            let result = serveAuthenticated(peer)
+            gate.slot.release()
+            guard case let .session(result) = result else { continue }
+            try report(result)
+            if once {
+                switch result {
+                case .success: return .success
+                case let .failure(e): return e.status
                 }
-            case .notice:
-                continue
             }
         }
+        if let e = acceptor.failure { throw ToolError(.ioError, "stopped accepting connections: \(e)") }
         return .success
     }
 
-    /// Serves one accepted connection: handshake, then a notice or a session.
-    public func serve(_ sock: TCPSocket, listener: TCPSocket?) throws -> Outcome {
-        let from = sock.address
-        var decision: ServerDecision?
-        let conn = try TLSConnection(server: sock, context: context) { [unowned self] identity in
-            let d: ServerDecision
-            do { d = try self.decide(identity) } catch {
-                d = .refuse(RefusalMessage(reason: .badIdentity, message: "this device could not read its store"))
-            }
-            decision = d
-            return d.key.map(TLSKeyLookup.key) ?? .noKey
+    /// Runs the session of a peer whose handshake proved its key.
+    func serveAuthenticated(_ peer: AuthenticatedPeer) -> Outcome {
+        do { return try serveSession(peer) } catch let e as ToolError {
+            return .session(.failure(e))
+        } catch let e as SQLiteError {
+            return .session(.failure(ToolError(.ioError, "store: \(e.description); session ended, cursors not moved")))
+        } catch {
+            return .session(.failure(ToolError(.software, "\(error)")))
         }
-        do {
-            try conn.handshake(deadline: Deadline(after: SyncLimits.handshakeTimeout))
-        } catch let e as TLSError {
-            var fields: [(String, JSONValue)] = [("from", .string(from))]
-            if e.binderFailed, case let .sync(peer, _)? = decision {
-                fields += [("reason", .string("bad-key")), ("device", .string(peer)),
-                           ("message", .string("device \(peer) offered a key that does not match (wrong family secret, or one from before a revocation)"))]
-            } else if e.binderFailed, case .pair? = decision {
-                fields += [("reason", .string("bad-key")), ("message", .string("a joining device offered a key that does not match the offer"))]
-            } else {
-                fields += [("reason", .string("handshake")), ("message", .string(e.description))]
-            }
-            emit("rejected", fields)
-            return .notice
-        }
-        let channel = FrameChannel(conn, clock: clock.monotonic)
-        if let listener { channel.sideWatch = (listener.fd, { [unowned self] in self.answerBusy(listener) }) }
+    }
 
-        guard conn.isAuthenticated, let d = decision else {
-            let r: RefusalMessage
-            if case let .refuse(m)? = decision { r = m } else {
-                r = RefusalMessage(reason: .badIdentity, message: "no family-sync key was offered")
-            }
-            sendNotice(.refused, r.json, on: channel)
-            emit("refused", [("from", .string(from)), ("reason", .string(r.reason.rawValue)), ("message", .string(r.message)), ("authenticated", .bool(false))])
-            return .notice
-        }
-        let fam = try store.family()!
+    private func serveSession(_ peer: AuthenticatedPeer) throws -> Outcome {
+        let from = peer.from
+        let channel = FrameChannel(peer.connection)
+        guard let fam = try store.family() else { throw ToolError(.noInput, "this store no longer belongs to a family") }
         let me = try store.deviceID
-        switch d {
-        case let .refuseAuthenticated(_, r), let .refuse(r):
-            sendNotice(.refused, r.json, on: channel)
-            emit("refused", [("from", .string(from)), ("reason", .string(r.reason.rawValue)), ("message", .string(r.message)), ("authenticated", .bool(true))])
-            return .notice
-        case let .sync(peer, _):
-            emit("session", [("from", .string(from)), ("peer", .string(peer))])
-            let session = SyncSession(store: store, family: fam, me: me, peer: SessionPeer(device: peer, address: nil, side: .server, joined: false),
+        switch peer.decision {
+        case let .sync(device, _):
+            emit("session", [("from", .string(from)), ("peer", .string(device))])
+            let session = SyncSession(store: store, family: fam, me: me, peer: SessionPeer(device: device, address: nil, side: .server, joined: false),
                                       channel: channel, options: options, clock: clock, observer: observer, verifier: verifier)
             return .session(runSession(session))
         case let .pair(nonce, _):
@@ -147,25 +134,29 @@ public final class SyncServer {
             do {
                 switch try PairingAdmission.admit(store: store, family: fam, nonce: nonce, channel: channel, clock: clock) {
                 case let .refused(r):
-                    sendNotice(.refused, r.json, on: channel)
+                    ServerGate.sendNotice(.refused, r.json, on: channel, deadline: Deadline(after: SyncLimits.closeTimeout))
                     emit("refused", [("from", .string(from)), ("reason", .string(r.reason.rawValue)), ("message", .string(r.message)), ("authenticated", .bool(true))])
                     return .notice
                 case let .admitted(member, welcome, readmitted):
                     admission = (member, welcome, readmitted)
                 }
             } catch let e as ProtocolError {
-                sendNotice(.error, .object([("message", .string(e.message))]), on: channel)
+                ServerGate.sendNotice(.error, .object([("message", .string(e.message))]), on: channel, deadline: Deadline(after: SyncLimits.closeTimeout))
                 return .session(.failure(ToolError(.dataError, "protocol error from a joining device at \(from): \(e.message)")))
             } catch let e as TLSError {
                 return .session(.failure(ToolError(.unavailable, "joining device at \(from) went away: \(e.description)")))
             }
             channel.send(.welcome, json: admission.welcome.json)
             emit("joined", [("from", .string(from)), ("device", .string(admission.member))])
-            let session = SyncSession(store: store, family: try store.family()!, me: me,
+            guard let joined = try store.family() else { throw ToolError(.software, "the family vanished during a join") }
+            let session = SyncSession(store: store, family: joined, me: me,
                                       peer: SessionPeer(device: admission.member, address: nil, side: .server, joined: true,
                                                         newToFamily: !admission.readmitted),
                                       channel: channel, options: options, clock: clock, observer: observer, verifier: verifier)
             return .session(runSession(session))
+        case .refuseAuthenticated, .refuse:
+            // The handshake threads answer these themselves; none is handed on.
+            return .notice
         }
     }
 
@@ -178,33 +169,200 @@ public final class SyncServer {
             return .failure(ToolError(.software, "\(error)"))
         }
     }
+}
 
-    private func sendNotice(_ type: FrameType, _ json: JSONValue, on channel: FrameChannel) {
-        channel.send(type, json: json)
-        try? channel.drain(deadline: Deadline(after: SyncLimits.closeTimeout))
-        _ = channel.tls.shutdown(deadline: Deadline(after: TimeSpan.seconds(1)))
+/// A connection whose TLS handshake used the PSK its identity named, on its
+/// way from its handshake thread to the session thread (which then owns it).
+struct AuthenticatedPeer: @unchecked Sendable {
+    let connection: TLSConnection
+    let decision: ServerDecision
+    let from: String
+}
+
+/// An observer several threads may call: one event at a time, in the order they come.
+final class SerializedObserver: @unchecked Sendable {
+    private let lock = NSLock()
+    private let observer: SyncObserver
+    init(_ observer: @escaping SyncObserver) { self.observer = observer }
+    func send(_ e: SyncEvent) {
+        lock.lock()
+        defer { lock.unlock() }
+        observer(e)
+    }
+}
+
+/// The pre-authentication half of the server: accepting, handshakes,
+/// identity decisions, notices. Shared by the acceptor and the handshake
+/// threads: `reader` is used only under `readerLock`; the observer is
+/// serialized; the pool, slot and handoff are thread-safe.
+final class ServerGate: @unchecked Sendable {
+    let context: TLSContext
+    let pool = PreAuthPool()
+    let slot = SessionSlot()
+    let handoff = SessionHandoff<AuthenticatedPeer>()
+    private let reader: Store
+    private let readerLock = NSLock()
+    private let clock: SyncClock
+    private let observer: SyncObserver?
+
+    init(reader: Store, context: TLSContext, clock: SyncClock, observer: SyncObserver?) {
+        self.reader = reader
+        self.context = context
+        self.clock = clock
+        self.observer = observer
     }
 
-    /// Answers every waiting latecomer with BUSY, each on its own short-lived
-    /// thread so the running session never waits on a stranger's handshake.
-    private func answerBusy(_ listener: TCPSocket) {
-        while let sock = try? listener.accept() {
-            let from = sock.address
-            let admitted = busyResponders.enter()
-            emit("busy", [("from", .string(from))])
-            guard admitted else { continue }  // too many at once: closing is answer enough
-            let job = BusyReply(socket: sock, context: context)
-            let counter = busyResponders
-            Thread.detachNewThread {
-                job.run()
-                counter.leave()
+    private func emit(_ name: String, _ fields: [(String, JSONValue)] = []) { observer?(SyncEvent(name, fields)) }
+
+    /// The acceptor thread, running until `stop()`.
+    final class Acceptor: @unchecked Sendable {
+        private let stopFlag = Atomic<Bool>(false)
+        private let ended = DispatchSemaphore(value: 0)
+        private let endedFlag = Atomic<Bool>(false)
+        private let failureText = Mutex<String?>(nil)
+        var hasEnded: Bool { endedFlag.load(ordering: .acquiring) }
+        var failure: String? { failureText.withLock { $0 } }
+        var stopRequested: Bool { stopFlag.load(ordering: .relaxed) || SyncStop.isRequested }
+        func fail(_ text: String) { failureText.withLock { $0 = text } }
+        func finish() { endedFlag.store(true, ordering: .releasing); ended.signal() }
+        /// Asks the thread to stop and waits until it has, so the listener closes under nobody. Call once.
+        func stop() {
+            stopFlag.store(true, ordering: .relaxed)
+            ended.wait()
+        }
+    }
+
+    /// Starts the acceptor thread on `listener` (which must outlive it: `Acceptor.stop()` waits).
+    func startAccepting(_ listener: TCPSocket) -> Acceptor {
+        let acceptor = Acceptor()
+        let box = Owned(listener)
+        Thread.detachNewThread { [self] in
+            acceptLoop(box.value, acceptor)
+            acceptor.finish()
+        }
+        return acceptor
+    }
+
+    private func acceptLoop(_ listener: TCPSocket, _ acceptor: Acceptor) {
+        while !acceptor.stopRequested {
+            do {
+                guard try listener.wait(for: Int16(POLLIN), deadline: Deadline(after: SyncLimits.stopCheckInterval)) else { continue }
+                while let sock = try listener.accept() { admit(sock) }
+            } catch let e as SocketError where [EMFILE, ENFILE, ENOBUFS, ENOMEM].contains(e.code) {
+                // Out of descriptors or memory for now: pause rather than spin; the pool frees some soon.
+                emit("warning", [("message", .string("cannot accept a connection: \(e.description)"))])
+                usleep(50_000)
+            } catch {
+                acceptor.fail("\(error)")
+                return
             }
+        }
+    }
+
+    /// Puts a new connection in the pool (dropping the most stalled one when
+    /// full) and starts its handshake thread.
+    private func admit(_ sock: TCPSocket) {
+        let (entry, _) = pool.admit(fd: sock.fd)
+        let box = Owned(sock)
+        Thread.detachNewThread { [self] in
+            greet(box.value, entry)
+        }
+    }
+
+    /// One connection before authentication, on its own thread: the handshake,
+    /// then a notice, or the hand-off to the session thread.
+    private func greet(_ sock: TCPSocket, _ entry: PreAuthPool.Entry) {
+        let from = sock.address
+        let deadline = Deadline(after: SyncLimits.preAuthGrace)
+        var decision: ServerDecision?
+        var busy = false
+        var reserved = false
+        defer {
+            if reserved { slot.release() }
+        }
+        guard let conn = try? TLSConnection(server: sock, context: context, lookup: { [unowned self] identity in
+            entry.progressed()
+            // A second ClientHello (after a HelloRetryRequest) finds the slot already ours.
+            if !reserved && slot.isTaken { busy = true; return .noKey }
+            let d = decide(identity)
+            decision = d
+            guard let key = d.key else { return .noKey }
+            entry.markVetted()
+            if d.startsSession && !reserved {
+                guard slot.reserve() else { busy = true; decision = nil; return .noKey }
+                reserved = true
+            }
+            return .key(key)
+        }) else {
+            pool.leave(entry)
+            return
+        }
+        do {
+            try conn.handshake(deadline: deadline, onProgress: entry.progressed)
+        } catch let e as TLSError {
+            var fields: [(String, JSONValue)] = [("from", .string(from))]
+            if e.binderFailed, case let .sync(peer, _)? = decision {
+                fields += [("reason", .string("bad-key")), ("device", .string(peer)),
+                           ("message", .string("device \(peer) offered a key that does not match (wrong family secret, or one from before a revocation)"))]
+            } else if e.binderFailed, case .pair? = decision {
+                fields += [("reason", .string("bad-key")), ("message", .string("a joining device offered a key that does not match the offer"))]
+            } else {
+                fields += [("reason", .string("handshake")), ("message", .string(e.description))]
+            }
+            pool.leave(entry)
+            emit("rejected", fields)
+            return
+        } catch {
+            pool.leave(entry)
+            emit("rejected", [("from", .string(from)), ("reason", .string("handshake")), ("message", .string("\(error)"))])
+            return
+        }
+        let channel = FrameChannel(conn, clock: clock.monotonic)
+        let noticeDeadline = min(deadline, Deadline(after: SyncLimits.closeTimeout))
+        if conn.isAuthenticated, let d = decision, d.startsSession, reserved {
+            pool.leave(entry)
+            reserved = false  // the session thread releases the slot when the session ends
+            handoff.put(AuthenticatedPeer(connection: conn, decision: d, from: from))
+            return
+        }
+        defer { pool.leave(entry) }
+        if busy {
+            emit("busy", [("from", .string(from))])
+            ServerGate.sendNotice(.busy, .object([("retryAfterMs", .int(SyncLimits.busyRetryHint.milliseconds)),
+                                                  ("message", .string("this device is syncing with another one"))]),
+                                  on: channel, deadline: noticeDeadline)
+            return
+        }
+        let r: RefusalMessage
+        switch decision {
+        case let .refuseAuthenticated(_, m)? where conn.isAuthenticated: r = m
+        case let .refuse(m)?: r = m
+        default: r = RefusalMessage(reason: .badIdentity, message: "no family-sync key was offered")
+        }
+        ServerGate.sendNotice(.refused, r.json, on: channel, deadline: noticeDeadline)
+        emit("refused", [("from", .string(from)), ("reason", .string(r.reason.rawValue)), ("message", .string(r.message)),
+                         ("authenticated", .bool(conn.isAuthenticated))])
+    }
+
+    /// One frame, then close_notify, all by `deadline`.
+    static func sendNotice(_ type: FrameType, _ json: JSONValue, on channel: FrameChannel, deadline: Deadline) {
+        channel.send(type, json: json)
+        try? channel.drain(deadline: deadline)
+        _ = channel.tls.shutdown(deadline: min(deadline, Deadline(after: TimeSpan.seconds(1))))
+    }
+
+    /// Decides on a client's PSK identity, reading the store under the lock.
+    func decide(_ identity: [UInt8]) -> ServerDecision {
+        readerLock.lock()
+        defer { readerLock.unlock() }
+        do { return try ServerGate.decide(identity, store: reader, now: clock.now()) } catch {
+            return .refuse(RefusalMessage(reason: .badIdentity, message: "this device could not read its store"))
         }
     }
 
     // MARK: Deciding on an identity
 
-    func decide(_ bytes: [UInt8]) throws -> ServerDecision {
+    static func decide(_ bytes: [UInt8], store: Store, now: Timestamp) throws -> ServerDecision {
         guard let id = SessionIdentity(bytes: bytes) else {
             return .refuse(RefusalMessage(reason: .badIdentity, message: "not a family-sync session identity"))
         }
@@ -260,7 +418,7 @@ public final class SyncServer {
             guard fam.role == .owner else {
                 return .refuse(RefusalMessage(reason: .notOwner, message: "this device is a member; only the owner's device redeems pairing offers"))
             }
-            for (nonce, state) in try store.offerStates(now: clock.now()) where try SessionKeys.offerTag(nonce: nonce, family: f) == tag {
+            for (nonce, state) in try store.offerStates(now: now) where try SessionKeys.offerTag(nonce: nonce, family: f) == tag {
                 let psk = try SessionKeys.pairingPSK(nonce: nonce, family: f)
                 switch state {
                 case .accepted: return .pair(nonce: nonce, key: psk)
@@ -272,4 +430,10 @@ public final class SyncServer {
             return .refuse(RefusalMessage(reason: .unknownOffer, message: "unknown offer: this device never made it"))
         }
     }
+}
+
+/// Moves a value that is not Sendable to the one thread that uses it from then on.
+struct Owned<T>: @unchecked Sendable {
+    let value: T
+    init(_ value: T) { self.value = value }
 }

@@ -201,7 +201,7 @@ final class SyncSession {
         } else {
             signed = try store.heldRoster()
         }
-        var key: [UInt8]? = nil
+        var key: SecretBytes? = nil
         if family.role == .owner, h.epoch < (try store.familyEpoch) { key = try store.familySecret() }
         let maxDevices = Int64(family.role == .owner ? try store.maxDevices : Int(try store.meta("family_max_devices") ?? "") ?? Store.defaultMaxDevices)
         let outgoing = EntitlementExchange.outgoingProof(store, verifier: verifier, now: clock.now())
@@ -290,7 +290,11 @@ final class SyncSession {
         case .old?, nil:
             break
         }
-        if newKey { emit("family-key", [("epoch", .int(m.epoch))]) }
+        if newKey {
+            // The old family key's pages leave the log and the file now, not at some later checkpoint.
+            _ = try? store.scrubReplacedSecrets()
+            emit("family-key", [("epoch", .int(m.epoch))])
+        }
         summary.proofReceived = received
         switch received {
         case .none: break

@@ -29,7 +29,7 @@ public enum JWSVerifyCommand {
                        help: "What the tokens are: transaction (checked for bundle, product, environment, revocation, expiry; yields entitledUntil), renewal-info (environment only) or notification (a notification signedPayload: bundle and environment of its data). Only transactions entitle.",
                        default: "transaction", completion: .values(SignedPayloadKind.allCases.map(\.rawValue))),
             OptionSpec("db", valueName: "PATH",
-                       help: "Work on this store: check its kept proof, or keep proofs with --save. Created on first use.",
+                       help: "Work on this store: check its kept proof (the store must exist), or keep proofs with --save (which creates it on first use).",
                        default: "with --save, $FAMILY_SYNC_DB, else $XDG_DATA_HOME/family-sync/store.db", completion: .file),
             .flag("save", help: "Verify the transactions read and, when all are valid, keep them in the store as the family's proof."),
             CommonOptions.now,
@@ -186,8 +186,10 @@ public enum JWSVerifyCommand {
         Array(proofs.sorted { ($0.signedDate ?? .earliest) > ($1.signedDate ?? .earliest) }.prefix(Store.maxKeptProofs))
     }
 
+    /// Only reads (a policy given is kept on a store that exists): a mistyped
+    /// --db is "no store" (66), never a new store that answers "free".
     private static func check(_ ctx: ToolContext, verifier: ProofVerifier, given: ProofPolicy?) throws -> ExitStatus {
-        let store = try ctx.store()
+        let store = try ctx.store(create: false)
         if let given { try store.write { try store.setProofPolicy(given) } }
         let e = try store.entitlement(verifier: verifier, now: ctx.now)
         try ctx.out.writeLine(e.json)

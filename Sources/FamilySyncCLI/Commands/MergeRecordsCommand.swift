@@ -139,14 +139,24 @@ public enum MergeRecordsCommand {
         return try runApply(ctx, input: inputs.first ?? "-", stamping: a.flag(Option.stamp))
     }
 
-    /// Where --explain lines go, if anywhere.
-    static func explainStream(_ ctx: ToolContext) throws -> FamilySync.OutputStream? {
-        if let path = ctx.args.value(Option.explainFile) {
-            let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
-            guard fd >= 0 else { throw ToolError.io("\(path): \(String(cString: strerror(errno)))") }
-            return FamilySync.OutputStream(fd: fd)
+    /// Where --explain lines go, if anywhere: standard error, or a file
+    /// (see OutputFile) that takes its new contents only when all went well.
+    struct ExplainSink {
+        let stream: FamilySync.OutputStream
+        let file: OutputFile?
+        func write(_ bytes: [UInt8]) throws { try stream.write(bytes) }
+        func finish() throws {
+            try stream.flush()
+            try file?.commit()
         }
-        return ctx.args.flag(Option.explain) ? FamilySync.OutputStream(fd: 2) : nil
+    }
+
+    static func explainStream(_ ctx: ToolContext) throws -> ExplainSink? {
+        if let path = ctx.args.value(Option.explainFile) {
+            let file = try OutputFile(path: path)
+            return ExplainSink(stream: FamilySync.OutputStream(fd: file.fd), file: file)
+        }
+        return ctx.args.flag(Option.explain) ? ExplainSink(stream: FamilySync.OutputStream(fd: 2), file: nil) : nil
     }
 
     static func runPure(_ ctx: ToolContext, local: String, remote: String) throws -> ExitStatus {
@@ -165,8 +175,7 @@ public enum MergeRecordsCommand {
             }
         }
         _ = try RecordMerge.merge(local: l, remote: r, now: ctx.now, explain: explain) { try ctx.out.write($0) }
-        try ex?.flush()
-        if let ex, ex.fd != 2 { close(ex.fd) }
+        try ex?.finish()
         return .success
     }
 
@@ -189,8 +198,7 @@ public enum MergeRecordsCommand {
             ctx.progress("\(n) records")
         }
         ctx.endProgress()
-        try ex?.flush()
-        if let ex, ex.fd != 2 { close(ex.fd) }
+        try ex?.finish()
         try ctx.out.writeLine(summary.json)
         if stamping {
             // A photo named before it is added stays wanted: say so, once per photo.
@@ -237,28 +245,25 @@ public enum MergeRecordsCommand {
         return .success
     }
 
+    /// Why a cursor must be a regular file (a link to one is fine).
+    static let cursorMustBeAFile = "a cursor is read back on the next run, so it must be a file"
+
     /// The change number kept in a cursor file; 0 when the file does not exist yet.
     static func readCursor(_ path: String) throws -> Int64 {
-        guard FileManager.default.fileExists(atPath: path) else { return 0 }
+        var st = stat()
+        guard stat(path, &st) == 0 else { return 0 }  // none yet (or a dangling link: made on write)
+        guard st.st_mode & S_IFMT == S_IFREG else {
+            throw ToolError.usage("--cursor: \(path) \(OutputFile.describe(st.st_mode & S_IFMT)), not a regular file; \(cursorMustBeAFile)")
+        }
         guard let data = FileManager.default.contents(atPath: path) else { throw ToolError.io("\(path): cannot read") }
         let text = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
         guard let n = Int64(text), n >= 0 else { throw ToolError.data("\(path):1: cursor: not a change number") }
         return n
     }
 
-    /// Replaces the cursor file atomically: a temporary file, fsync, rename.
+    /// Replaces the cursor file atomically (see OutputFile).
     static func writeCursor(_ path: String, _ seq: Int64) throws {
-        let tmp = path + ".tmp.\(getpid())"
-        let fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
-        guard fd >= 0 else { throw ToolError.io("\(tmp): \(String(cString: strerror(errno)))") }
-        let text = Array("\(seq)\n".utf8)
-        let ok = FileIO.writeAll(fd, text) == 0 && fsync(fd) == 0
-        close(fd)
-        guard ok, rename(tmp, path) == 0 else {
-            let e = String(cString: strerror(errno))
-            unlink(tmp)
-            throw ToolError.io("\(path): cannot write the cursor: \(e)")
-        }
+        try OutputFile.replace(path, with: Array("\(seq)\n".utf8), nonRegular: .refuse(reason: cursorMustBeAFile))
     }
 
     static func runAddPhotos(_ ctx: ToolContext, _ files: [String]) throws -> ExitStatus {

@@ -20,7 +20,7 @@ public enum PairQRCommand {
             CommonOptions.db,
             OptionSpec("ttl", valueName: "DURATION", help: "How long the offer stays open (at most 1d).", default: "10m"),
             OptionSpec("addr", valueName: "HOST:PORT", help: "The address members reach this device at, carried in the code (an IPv6 host without brackets)."),
-            OptionSpec("output", short: "o", valueName: "FILE", help: "Write the code to FILE; its format comes from --format, else from FILE's extension (.png, .svg, .txt), else PNG.", completion: .file),
+            OptionSpec("output", short: "o", valueName: "FILE", help: "Write the code to FILE; its format comes from --format, else from FILE's extension (.png, .svg, .txt; another is a usage error), else PNG. A regular FILE is replaced atomically, a symbolic link's target is replaced, a FIFO or character device is written straight through.", completion: .file),
             OptionSpec("format", valueName: "FORMAT", help: "How to draw the code: png or svg (need -o), text (to FILE, or stderr), terminal (stderr).",
                        default: "terminal, or from FILE", completion: .values(formats)),
             OptionSpec("size", valueName: "N", help: "Pixels (PNG) or SVG units per module, 1 to 64.", default: "8"),

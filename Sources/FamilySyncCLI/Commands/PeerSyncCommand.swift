@@ -30,7 +30,11 @@ public enum PeerSyncCommand {
         connects while a session runs gets an explicit busy reply (its connect \
         retries). Pairing joins are accepted for this store's open offers (see \
         pair-qr(1)): the offer's nonce is consumed in the same transaction that \
-        admits the device. Each session's JSON summary is printed on standard \
+        admits the device. A connection that has not authenticated yet gets \
+        at most \(SyncLimits.preAuthGrace) and a thread of its own; at most \
+        \(SyncLimits.preAuthLimit) such are held, and past that the one stalled \
+        longest is dropped, so idle or half-open connections cannot hold up a \
+        real peer. Each session's JSON summary is printed on standard \
         output as one line. Runs until interrupted, or with --once until the first session ends.
         """,
         options: [CommonOptions.db,
@@ -194,12 +198,8 @@ public enum PeerSyncCommand {
 
     /// `--wait`: a duration, 0 included (one try, no retry).
     static func waitSpan(_ ctx: ToolContext) throws -> TimeSpan {
-        guard ctx.args.declares(Option.wait), let v = ctx.args.value(Option.wait) else { return SyncLimits.defaultBusyWait }
-        if v == "0" { return TimeSpan(milliseconds: 0) }
-        guard let t = TimeSpan(parsing: v), t.milliseconds >= 0 else {
-            throw ToolError.usage("--wait: '\(v)' is not a duration (like 0s, 30s, 10m)")
-        }
-        return t
+        guard ctx.args.declares(Option.wait) else { return SyncLimits.defaultBusyWait }
+        return try ctx.args.timeSpan(Option.wait, default: SyncLimits.defaultBusyWait, allowZero: true)
     }
 
     /// The proof verifier: --root, else the store's kept root, else Apple's.
@@ -271,7 +271,7 @@ public enum PeerSyncCommand {
     static func runServe(_ ctx: ToolContext) throws -> ExitStatus {
         let listen = try address(ctx.args.value(Option.listen) ?? "0.0.0.0:\(SyncLimits.defaultPort)", option: "--listen", portZero: true)
         let opts = try options(ctx)
-        let store = try ctx.store()
+        let store = try ctx.store(create: false)
         let lock = try ServeLock(storePath: store.path)
         defer { withExtendedLifetime(lock) {} }
         let (obs, _) = try observer(ctx)
@@ -315,23 +315,31 @@ public enum PeerSyncCommand {
             throw ToolError.usage("the offer carries no address: give --connect HOST:PORT")
         }
         let roots = try ProofRoots.given(ctx)
-        return try runClient(ctx) { client, wait in
-            let summary = try client.join(offer: offer, at: target, wait: wait)
-            // Joined: the root given now is the store's from here on.
-            if let roots {
-                let store = try ctx.store()
-                try store.write { try store.setTrustRootsInTransaction(roots) }
+        // A join that fails before the family is stored leaves no store (nor folder) behind.
+        let footprint = NewStoreFootprint(path: ctx.storePath)
+        do {
+            return try runClient(ctx, createStore: true) { client, wait in
+                let summary = try client.join(offer: offer, at: target, wait: wait)
+                // Joined: the root given now is the store's from here on.
+                if let roots {
+                    let store = try ctx.store()
+                    try store.write { try store.setTrustRootsInTransaction(roots) }
+                }
+                return summary
             }
-            return summary
+        } catch {
+            if !footprint.existedBefore, ctx.closeStoreIfNotJoined() { footprint.remove() }
+            throw error
         }
     }
 
     /// One client session (join or connect): the store, options and progress
     /// set up, `session` run, its summary printed.
-    private static func runClient(_ ctx: ToolContext, _ session: (SyncClient, TimeSpan) throws -> SyncSummary) throws -> ExitStatus {
+    private static func runClient(_ ctx: ToolContext, createStore: Bool = false,
+                                  _ session: (SyncClient, TimeSpan) throws -> SyncSummary) throws -> ExitStatus {
         let opts = try options(ctx)
         let wait = try waitSpan(ctx)
-        let store = try ctx.store()
+        let store = try ctx.store(create: createStore)
         let (obs, _) = try observer(ctx)
         installStopHandlers()
         let client = try SyncClient(store: store, options: opts, now: ctx.now, observer: obs, verifier: try verifier(ctx))
@@ -354,7 +362,7 @@ public enum PeerSyncCommand {
     // MARK: revoke
 
     static func runRevoke(_ ctx: ToolContext) throws -> ExitStatus {
-        let store = try ctx.store()
+        let store = try ctx.store(create: false)
         guard let fam = try store.family() else { throw ToolError(.noInput, "this store belongs to no family") }
         guard fam.role == .owner else {
             throw ToolError(.noPermission, "this store is a member of family \(fam.id); only the owner's device revokes devices")
@@ -374,6 +382,10 @@ public enum PeerSyncCommand {
             if already { return try store.familyEpoch }
             return try store.revokeDeviceInTransaction(dev.deviceID, now: ctx.now)
         }
+        // The old family key is overwritten (secure_delete) and its old pages leave the log.
+        if !already, !(try store.scrubReplacedSecrets()) {
+            ctx.warn("the old family key stays in the store's write-ahead log until the next checkpoint: another process is reading the store")
+        }
         let after = try store.device(dev.deviceID)
         try ctx.out.writeLine(.object([
             ("revoked", .string(dev.deviceID)), ("revokedAt", after?.revokedAt.map { .string($0.rfc3339) } ?? .null),
@@ -386,7 +398,7 @@ public enum PeerSyncCommand {
     // MARK: status
 
     static func runStatus(_ ctx: ToolContext) throws -> ExitStatus {
-        let store = try ctx.store()
+        let store = try ctx.store(create: false)
         let me = try store.deviceID
         let fam = try store.family()
         let devices = try store.devices().map { d -> JSONValue in

@@ -60,6 +60,35 @@ enum Tools {
         return ToolResult(status: p.terminationStatus, stdout: outData, stderr: errData)
     }
 
+    /// Runs `tool args` through /bin/sh with `redirections` applied to the
+    /// tool itself (`2>&-`, `2>/dev/full`, `<&-`): what Process cannot set up.
+    @discardableResult
+    static func run(_ tool: String, _ args: [String] = [], redirecting redirections: String, timeout: TimeInterval = 120) throws -> ToolResult {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/bin/sh")
+        p.arguments = ["-c", "exec \"$0\" \"$@\" \(redirections)", path(tool)] + args
+        var environment = ProcessInfo.processInfo.environment
+        environment.removeValue(forKey: "FAMILY_SYNC_DB")
+        p.environment = environment
+        let outPipe = Pipe(), errPipe = Pipe()
+        p.standardOutput = outPipe
+        p.standardError = errPipe
+        p.standardInput = FileHandle.nullDevice
+        try p.run()
+        let group = DispatchGroup()
+        nonisolated(unsafe) var outData = Data(), errData = Data()
+        group.enter()
+        DispatchQueue.global().async { outData = outPipe.fileHandleForReading.readDataToEndOfFile(); group.leave() }
+        group.enter()
+        DispatchQueue.global().async { errData = errPipe.fileHandleForReading.readDataToEndOfFile(); group.leave() }
+        let deadline = Date().addingTimeInterval(timeout)
+        while p.isRunning && Date() < deadline { usleep(2000) }
+        if p.isRunning { p.terminate(); kill(p.processIdentifier, SIGKILL) }
+        p.waitUntilExit()
+        group.wait()
+        return ToolResult(status: p.terminationStatus, stdout: outData, stderr: errData)
+    }
+
     static func run(_ tool: String, _ args: [String] = [], input: String, env: [String: String] = [:]) throws -> ToolResult {
         try run(tool, args, stdin: Data(input.utf8), env: env)
     }

@@ -65,7 +65,13 @@ import Testing
             #expect(r.codes.isEmpty)
             #expect(r.seen.isEmpty)
             #expect(r.step == nil)
-            #expect(r.stepsTried == QRReader.ladder(for: img).count)
+        }
+        // Nothing finder-like in a blank image: the climb ends after the plain steps.
+        #expect(reader.scan(blank).stepsTried == QRReader.plainSteps)
+        #expect(QRReader.ladder(for: blank).count > QRReader.plainSteps)
+        // Every hard image of the corpus has finder-like patterns, readable or not.
+        for s in HardCorpusTests.corpus {
+            #expect(QRReader.Rungs(base: s.image).hasFinderLikePatterns, "\(s.kind)")
         }
     }
 

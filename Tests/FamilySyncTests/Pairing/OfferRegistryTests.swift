@@ -57,7 +57,7 @@ import Testing
 
     @Test func aMembersStoreMakesNoOffers() throws {
         let t = try TempStore()
-        try t.store.write { try t.store.joinFamily(id: "0F6B8E52-8B0C-4B5E-9D59-2B7D1B0E7E11", ownerDevice: "OWNER", secret: [UInt8](repeating: 1, count: 32), now: OfferRegistryTests.now) }
+        try t.store.write { try t.store.joinFamily(id: "0F6B8E52-8B0C-4B5E-9D59-2B7D1B0E7E11", ownerDevice: "OWNER", secret: SecretBytes([UInt8](repeating: 1, count: 32)), now: OfferRegistryTests.now) }
         do {
             _ = try t.store.makeOffer(ttl: .minutes(10), address: nil, now: OfferRegistryTests.now)
             Issue.record("a member made an offer")

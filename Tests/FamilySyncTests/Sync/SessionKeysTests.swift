@@ -44,14 +44,15 @@ import Testing
     static func joined(_ fields: [String]) -> [UInt8] { Array(fields.joined(separator: "\u{0}").utf8) }
 
     @Test func derivationsMatchAnIndependentHKDF() throws {
-        let fk = [UInt8](0..<32), dk = [UInt8](32..<64)
+        let fkBytes = [UInt8](0..<32), dkBytes = [UInt8](32..<64)
+        let fk = SecretBytes(fkBytes), dk = SecretBytes(dkBytes)
         let nonce = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567"
         let cases: [([UInt8], [UInt8]?)] = [
-            (try SessionKeys.familyPSK(familyKey: fk, family: Self.family, epoch: 3, client: Self.a, server: Self.b),
-             Self.opensslHKDF(key: fk, salt: "family-sync/1 sync", info: Self.joined(["family-key", Self.family, "3", Self.a, Self.b]), length: 32)),
-            (try SessionKeys.devicePSK(deviceKey: dk, family: Self.family, client: Self.a, server: Self.b),
-             Self.opensslHKDF(key: dk, salt: "family-sync/1 sync", info: Self.joined(["device-key", Self.family, Self.a, Self.b]), length: 32)),
-            (try SessionKeys.pairingPSK(nonce: nonce, family: Self.family),
+            (try SessionKeys.familyPSK(familyKey: fk, family: Self.family, epoch: 3, client: Self.a, server: Self.b).copiedBytes,
+             Self.opensslHKDF(key: fkBytes, salt: "family-sync/1 sync", info: Self.joined(["family-key", Self.family, "3", Self.a, Self.b]), length: 32)),
+            (try SessionKeys.devicePSK(deviceKey: dk, family: Self.family, client: Self.a, server: Self.b).copiedBytes,
+             Self.opensslHKDF(key: dkBytes, salt: "family-sync/1 sync", info: Self.joined(["device-key", Self.family, Self.a, Self.b]), length: 32)),
+            (try SessionKeys.pairingPSK(nonce: nonce, family: Self.family).copiedBytes,
              Self.opensslHKDF(key: Array(nonce.utf8), salt: "family-sync/1 pair", info: Self.joined(["pair", Self.family]), length: 32)),
             (Hex.decode(try SessionKeys.offerTag(nonce: nonce, family: Self.family))!,
              Self.opensslHKDF(key: Array(nonce.utf8), salt: "family-sync/1 pair-tag", info: Self.joined(["tag", Self.family]), length: 16)),
@@ -63,7 +64,7 @@ import Testing
     }
 
     @Test func keysAreBoundToBothDevicesTheirRolesAndTheEpoch() throws {
-        let fk = try secureRandomBytes(32)
+        let fk = try SecretBytes.random(count: 32)
         let base = try SessionKeys.familyPSK(familyKey: fk, family: Self.family, epoch: 0, client: Self.a, server: Self.b)
         let others = [
             try SessionKeys.familyPSK(familyKey: fk, family: Self.family, epoch: 0, client: Self.b, server: Self.a),

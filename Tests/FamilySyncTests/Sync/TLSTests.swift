@@ -64,7 +64,7 @@ import Testing
     }
 
     @Test func matchingKeysGiveAnAuthenticatedForwardSecretSession() throws {
-        let key = try secureRandomBytes(32)
+        let key = try SecretBytes.random(count: 32)
         let (port, box, _) = try Self.server { id in String(decoding: id, as: UTF8.self) == "who" ? .key(key) : .noKey }
         let sock = try TCPSocket.connect(to: HostPort(host: "127.0.0.1", port: port), timeout: .seconds(5))
         let conn = try TLSConnection(client: sock, context: try TLSContext(role: .client), identity: Array("who".utf8), key: key)
@@ -108,9 +108,9 @@ import Testing
     }
 
     @Test func aDifferentKeyFailsTheHandshakeOnBothSides() throws {
-        let (port, box, _) = try Self.server { _ in .key([UInt8](repeating: 1, count: 32)) }
+        let (port, box, _) = try Self.server { _ in .key(SecretBytes([UInt8](repeating: 1, count: 32))) }
         let sock = try TCPSocket.connect(to: HostPort(host: "127.0.0.1", port: port), timeout: .seconds(5))
-        let conn = try TLSConnection(client: sock, context: try TLSContext(role: .client), identity: Array("who".utf8), key: [UInt8](repeating: 2, count: 32))
+        let conn = try TLSConnection(client: sock, context: try TLSContext(role: .client), identity: Array("who".utf8), key: SecretBytes([UInt8](repeating: 2, count: 32)))
         do {
             try conn.handshake(deadline: Deadline(after: .seconds(10)))
             Issue.record("handshake succeeded with the wrong key")
@@ -125,7 +125,7 @@ import Testing
     @Test func noKeyGivesAnUnauthenticatedSessionForNoticesOnly() throws {
         let (port, box, _) = try Self.server { _ in .noKey }
         let sock = try TCPSocket.connect(to: HostPort(host: "127.0.0.1", port: port), timeout: .seconds(5))
-        let conn = try TLSConnection(client: sock, context: try TLSContext(role: .client), identity: Array("stranger".utf8), key: try secureRandomBytes(32))
+        let conn = try TLSConnection(client: sock, context: try TLSContext(role: .client), identity: Array("stranger".utf8), key: try SecretBytes.random(count: 32))
         try conn.handshake(deadline: Deadline(after: .seconds(10)))
         #expect(!conn.isAuthenticated)
         let ch = FrameChannel(conn)
@@ -149,12 +149,12 @@ import Testing
 
     /// `openssl s_client -psk` speaks to our server: the wire format is plain TLS 1.3 external PSK.
     @Test func opensslClientInteroperates() throws {
-        let key = try secureRandomBytes(32)
+        let key = try SecretBytes.random(count: 32)
         let (port, box, _) = try Self.server { id in String(decoding: id, as: UTF8.self) == "FS1 test" ? .key(key) : .noKey }
         let p = Process()
         p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         p.arguments = ["openssl", "s_client", "-connect", "127.0.0.1:\(port)", "-tls1_3", "-ciphersuites", "TLS_AES_128_GCM_SHA256",
-                       "-psk", Hex.encode(key), "-psk_identity", "FS1 test", "-quiet", "-no_ign_eof"]
+                       "-psk", key.withUnsafeBytes { Hex.encode($0) }, "-psk_identity", "FS1 test", "-quiet", "-no_ign_eof"]
         let input = Pipe(), output = Pipe()
         p.standardInput = input
         p.standardOutput = output

@@ -15,7 +15,10 @@ public struct Deadline: Sendable, Comparable {
         self = Deadline.now().adding(span)
     }
     public func adding(_ span: TimeSpan) -> Deadline {
-        Deadline(nanoseconds: nanoseconds &+ UInt64(max(0, span.milliseconds)) &* 1_000_000)
+        // Saturating: a very long span is "never", not a wrapped moment in the past.
+        let (ns, overMul) = UInt64(max(0, span.milliseconds)).multipliedReportingOverflow(by: 1_000_000)
+        let (sum, overAdd) = nanoseconds.addingReportingOverflow(ns)
+        return Deadline(nanoseconds: overMul || overAdd ? .max : sum)
     }
     public static func < (a: Deadline, b: Deadline) -> Bool { a.nanoseconds < b.nanoseconds }
     /// On the system clock; timers that tests drive ask their `MonotonicClock` instead.

@@ -1,0 +1,57 @@
+import Foundation
+import Testing
+import FamilySync
+
+/// The README's household, extracted from README.md and run verbatim, so it
+/// cannot drift from the tools. It serves on peer-sync's default address, so
+/// it runs inside a network namespace made for it (only loopback, up) and
+/// removed after; without root (needed for `ip netns`) it is skipped, saying so.
+@Suite struct ReadmeTests {
+    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().path
+
+    /// The indented block between the household markers, unindented.
+    static func householdBlock() throws -> String {
+        let readme = try String(contentsOfFile: root + "/README.md", encoding: .utf8)
+        let begin = try #require(readme.range(of: "<!-- household:begin"))
+        let end = try #require(readme.range(of: "<!-- household:end -->"))
+        let body = readme[begin.upperBound..<end.lowerBound].split(separator: "\n", omittingEmptySubsequences: false).dropFirst()
+        let lines = body.filter { !$0.trimmingCharacters(in: .whitespaces).isEmpty }
+        #expect(lines.allSatisfy { $0.hasPrefix("    ") }, "the block is one indented code block")
+        return lines.map { String($0.dropFirst(4)) }.joined(separator: "\n") + "\n"
+    }
+
+    static func sh(_ args: [String]) throws -> ToolResult { try Tools.run("/usr/sbin/ip", args, timeout: 30) }
+
+    @Test func theHouseholdRunsAsWritten() throws {
+        let block = try Self.householdBlock()
+        #expect(block.contains("peer-sync serve --db owner.db &"))
+        #expect(block.contains("pair-scan pair.png | peer-sync join"))
+        guard getuid() == 0, FileManager.default.isExecutableFile(atPath: "/usr/sbin/ip") else {
+            print("ReadmeTests: skipped: running the README's household needs root and ip(8) for a network namespace of its own")
+            return
+        }
+        let dir = TempDir()
+        try FileManager.default.createDirectory(atPath: dir.file("scripts"), withIntermediateDirectories: true)
+        try FileManager.default.copyItem(atPath: Self.root + "/scripts/demo-pki.sh", toPath: dir.file("scripts/demo-pki.sh"))
+        let ns = "fs-readme-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        let add = try Self.sh(["netns", "add", ns])
+        guard add.status == 0 else {
+            print("ReadmeTests: skipped: cannot make a network namespace: \(add.err)")
+            return
+        }
+        defer { _ = try? Self.sh(["netns", "delete", ns]) }
+        #expect(try Self.sh(["netns", "exec", ns, "ip", "link", "set", "lo", "up"]).status == 0)
+        // The block as written; the wrapper only stops a serve left behind if the block fails half way.
+        let script = "cd '\(dir.path)'\nexport PATH='\(Tools.binDir)':$PATH\nunset FAMILY_SYNC_DB\ntrap 'kill $(jobs -p) 2>/dev/null || true' EXIT\n" + block
+        let r = try Tools.run("/usr/sbin/ip", ["netns", "exec", ns, "/bin/bash", "-e", "-o", "pipefail", "-c", script], timeout: 180)
+        #expect(r.status == 0, "the README's household stopped: \(r.err)")
+        // It did what it says: joined, synced both ways, premium at launch.
+        let kid = try Store(path: dir.file("kid.db"))
+        let owner = try Store(path: dir.file("owner.db"))
+        #expect(try kid.family()?.id == owner.family()?.id)
+        #expect(try owner.db.scalarInt("SELECT count(*) FROM records WHERE id = 'r-1'") == 1, "the member's edit reached the owner")
+        #expect(r.out.contains(#"{"entitled":true"#), "\(r.out)")
+        #expect(try kid.setting(Store.trustRootsSetting) != nil)
+    }
+}
