@@ -87,7 +87,7 @@ import Testing
     /// The channel's times of last traffic come from the clock it is given,
     /// so the session's keepalive and idle timers can be driven by a test.
     @Test func theChannelStampsTrafficWithItsClock() throws {
-        let key = try secureRandomBytes(32)
+        let key = try SecretBytes.random(count: 32)
         let (port, box, _) = try Self.server { _ in .key(key) }
         let sock = try TCPSocket.connect(to: HostPort(host: "127.0.0.1", port: port), timeout: .seconds(5))
         let conn = try TLSConnection(client: sock, context: try TLSContext(role: .client), identity: Array("who".utf8), key: key)
