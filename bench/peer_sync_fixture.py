@@ -7,7 +7,7 @@ photos (random bytes, so nothing compresses) and the records naming them.
     python peer_sync_fixture.py edits COUNT
         prints COUNT edits of the first COUNT receipts as NDJSON
 """
-import hashlib, json, os, sys
+import hashlib, json, os, sys, time
 
 
 def library(root, records, photos, photo_bytes):
@@ -30,9 +30,10 @@ def library(root, records, photos, photo_bytes):
             out.write(json.dumps(rec, separators=(",", ":")) + "\n")
 
 
-def edits(count):
+def edits(count, tag):
+    # The tag makes each run's content new: a stamp of the same content again is unchanged.
     for i in range(count):
-        rec = {"id": "r-%07d" % i, "type": "receipt", "data": {"amount": i, "currency": "EUR", "note": "corrected"}}
+        rec = {"id": "r-%07d" % i, "type": "receipt", "data": {"amount": i, "currency": "EUR", "note": "corrected " + tag}}
         sys.stdout.write(json.dumps(rec, separators=(",", ":")) + "\n")
 
 
@@ -40,6 +41,6 @@ if __name__ == "__main__":
     if sys.argv[1] == "library":
         library(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5]))
     elif sys.argv[1] == "edits":
-        edits(int(sys.argv[2]))
+        edits(int(sys.argv[2]), sys.argv[3] if len(sys.argv) > 3 else str(time.time()))
     else:
         sys.exit("unknown command " + sys.argv[1])

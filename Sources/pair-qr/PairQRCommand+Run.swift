@@ -37,7 +37,7 @@ extension PairQRCommand {
         let format = try chooseFormat(a.value(Option.format), output: output)
 
         let store = try ctx.store()
-        let offer = try store.makeOffer(ttl: ttl, address: address, now: ctx.now)
+        let offer = try store.makeOffer(ttl: ttl, address: try address ?? defaultAddress(store), now: ctx.now)
         do {
             let code = try QRCode.encode(alphanumeric: offer.text, level: level)
             let r = QRRenderer(code: code, margin: margin, moduleSize: size)
@@ -61,6 +61,18 @@ extension PairQRCommand {
         }
         try ctx.out.writeLine(offer.json)
         return .success
+    }
+
+    /// Without --addr, an offer carries where this store's `peer-sync serve`
+    /// listens (a wildcard listener: this host's primary address, on its
+    /// port), else the primary address on the default port; never nothing.
+    static func defaultAddress(_ store: Store) throws -> String {
+        let served = try store.serveAddress.flatMap(HostPort.init(parsing:))
+        if let served, !["0.0.0.0", "::", "*"].contains(served.host) { return "\(served.host):\(served.port)" }
+        guard let host = NetworkInterface.primaryAddress() else {
+            throw ToolError.usage("this device has no network address besides loopback to put in the offer: give --addr HOST:PORT")
+        }
+        return "\(host):\(served?.port ?? SyncLimits.defaultPort)"
     }
 
     static func chooseFormat(_ given: String?, output: String?) throws -> String {

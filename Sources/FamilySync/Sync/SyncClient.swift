@@ -10,6 +10,8 @@ public final class SyncClient {
     private let observer: SyncObserver?
     private let verifier: ProofVerifier
     private let context: TLSContext
+    /// A connection `PeerFinder` already made, used by the next `open` to that address.
+    private var found: PeerFinder.Connected?
 
     /// `verifier` judges the proofs peers send (its anchors: Apple's root, or pinned ones).
     public init(store: Store, options: SyncOptions, now: Timestamp, observer: SyncObserver?, verifier: ProofVerifier) throws {
@@ -137,9 +139,14 @@ public final class SyncClient {
     /// TCP connect and TLS handshake. Nobody listening: exit 69 with the standard message.
     private func open(_ address: HostPort, identity: [UInt8], key: SecretBytes) throws -> FrameChannel {
         let sock: TCPSocket
-        do { sock = try TCPSocket.connect(to: address, timeout: SyncLimits.connectTimeout) } catch let e as SocketError {
-            emit("unreachable", [("address", .string(address.description)), ("error", .string(String(cString: strerror(e.code))))])
-            throw SyncClient.noPeer(address)
+        if let f = found, f.candidate.address == address {
+            found = nil
+            sock = f.socket
+        } else {
+            do { sock = try TCPSocket.connect(to: try LocalNames.resolve(address), timeout: SyncLimits.connectTimeout) } catch let e as SocketError {
+                emit("unreachable", [("address", .string(address.description)), ("error", .string(String(cString: strerror(e.code))))])
+                throw SyncClient.noPeer(address)
+            }
         }
         let conn = try TLSConnection(client: sock, context: context, identity: identity, key: key)
         do {
@@ -198,16 +205,31 @@ public final class SyncClient {
 
     /// The "Sync Now" pass: the peers this store reached before, at their
     /// last known addresses, most recent first, until one session completes.
+    /// At the same time, this family's service is browsed for on the local
+    /// network (`PeerFinder`): the first that answers is synced with, and the
+    /// address it was found at is remembered when the session completes.
     public func syncNow(wait: TimeSpan) throws -> SyncSummary {
-        _ = try requireFamily()
+        let fam = try requireFamily()
         let peers = try store.knownPeers()
-        guard !peers.isEmpty else {
-            throw ToolError(.unavailable, "no known peer yet: give HOST:PORT once (each peer reached is remembered)")
-        }
         let giveUp = Deadline(after: wait)
+        let me = try store.deviceID
+        let known = peers.compactMap { p in p.lastAddress.flatMap(HostPort.init(parsing:)).map { ($0, Optional(p.deviceID)) } }
+        let recognise = try store.familySecret().map {
+            try DiscoveryTags(familyKey: $0, family: fam.id).recogniser(devices: try store.devices().filter { $0.revokedAt == nil }.map(\.deviceID), me: me, now: clock.now())
+        }
+        let winner = try PeerFinder.find(known: known, recognise: recognise, what: "device of family \(fam.id)", observer: observer)
+        found = winner
         var failures: [String] = []
         var allBusy = true
-        for p in peers {
+        do {
+            let left = TimeSpan(milliseconds: max(0, Int64(giveUp.remainingMilliseconds)))
+            return try sync(with: winner.candidate.address, wait: left, expected: winner.candidate.device)
+        } catch let e as ToolError where e.status == .unavailable || e.status == .tempFail {
+            if e.status != .tempFail { allBusy = false }
+            failures.append(e.message)
+        }
+        found = nil
+        for p in peers where p.lastAddress != winner.candidate.address.description {
             guard let addr = p.lastAddress.flatMap(HostPort.init(parsing:)) else { continue }
             emit("trying", [("peer", .string(p.deviceID)), ("address", .string(addr.description))])
             do {
@@ -226,7 +248,10 @@ public final class SyncClient {
     /// Redeems `offer` at `address`: proves the nonce, sends JOIN, and on
     /// WELCOME stores the family, its key and this device's key, then runs a
     /// first sync on the same connection. Any refusal leaves the store as it was.
-    public func join(offer: PairingOffer, at address: HostPort, wait: TimeSpan) throws -> SyncSummary {
+    /// With `browse`, the owner's service is browsed for at the same time
+    /// (it names the offer by a tag only its holder recognises), so an offer
+    /// whose address went stale, or that carries none, still finds the owner.
+    public func join(offer: PairingOffer, at given: HostPort?, browse: Bool, wait: TimeSpan) throws -> SyncSummary {
         let me = try store.deviceID
         // A store revoked from this family may join it again with a new offer.
         var rejoining = false
@@ -238,6 +263,16 @@ public final class SyncClient {
                 throw ToolError(.usage, "this store is already in family \(fam.id); sync with 'peer-sync connect'")
             }
             rejoining = true
+        }
+        let address: HostPort
+        if browse || given == nil {
+            let recognise = try DiscoveryTags.offerRecogniser(nonce: offer.nonce, family: offer.family, owner: nil, now: clock.now())
+            let winner = try PeerFinder.find(known: given.map { [($0, nil)] } ?? [], recognise: recognise,
+                                             what: "owner's device for this offer", observer: observer)
+            found = winner
+            address = winner.candidate.address
+        } else {
+            address = given!
         }
         let identity = SessionIdentity.pair(family: offer.family, tag: try SessionKeys.offerTag(nonce: offer.nonce, family: offer.family))
         let key = try SessionKeys.pairingPSK(nonce: offer.nonce, family: offer.family)

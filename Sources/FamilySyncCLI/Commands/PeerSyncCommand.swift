@@ -41,6 +41,7 @@ public enum PeerSyncCommand {
                   OptionSpec("listen", valueName: "HOST:PORT", help: "The address to listen on; port 0 picks a free port (see the 'listening' event).",
                              default: "0.0.0.0:\(SyncLimits.defaultPort)"),
                   .flag("once", help: "Exit after the first session (not after a refusal or a busy reply), with that session's status."),
+                  .flag("no-advertise", help: "Do not announce this device with DNS-SD on the local network (it is never announced when listening on loopback)."),
                   waveTimeout, events, root, CommonOptions.now, CommonOptions.quiet, faultSkipPhotoReplies, faultVersion1],
         examples: [Example("Serve the owner's device on the default port:", "peer-sync serve --db owner.db")]
     )
@@ -111,6 +112,25 @@ public enum PeerSyncCommand {
         examples: [Example("Which devices have synced lately?", "peer-sync status --db owner.db | jq '.devices[] | {device, lastSynced}'")]
     )
 
+    static let discover = CommandSpec(
+        name: "discover",
+        abstract: "List the family's devices answering on the local network now",
+        discussion: """
+        Browses for the family's DNS-SD service (_family-sync._tcp over \
+        multicast DNS) on every interface that is up, for --timeout, and \
+        prints one JSON object: the interfaces browsed, how long, and each \
+        family device that answered (device, role, address, interface). The \
+        service's names are tags made from the family key that change every \
+        day, so only members recognise them; other services of the same type \
+        are only counted (others). Exits 0 when a family device answered, 1 \
+        when none did.
+        """,
+        options: [CommonOptions.db,
+                  OptionSpec("timeout", valueName: "DURATION", help: "How long to browse.", default: PeerFinder.browseTime.description),
+                  CommonOptions.now],
+        examples: [Example("Which family devices are on this network?", "peer-sync discover --db kid.db | jq -c '.devices[]'")]
+    )
+
     public static let spec = CommandSpec(
         name: "peer-sync",
         abstract: "Sync with one paired device at a time over TLS on the local network",
@@ -135,7 +155,7 @@ public enum PeerSyncCommand {
         bytes) that is cleared when the session ends; serve's listening line \
         and one line per session stay. --events gets every event as NDJSON.
         """,
-        subcommands: [serve, join, connect, revoke, status],
+        subcommands: [serve, join, connect, discover, revoke, status],
         seeAlso: AllTools.seeAlso(except: "peer-sync"),
         extraSections: [
             ("Summary", """
@@ -180,7 +200,8 @@ public enum PeerSyncCommand {
         case "connect": return try runConnect(ctx)
         case "revoke": return try runRevoke(ctx)
         case "status": return try runStatus(ctx)
-        default: throw ToolError.usage("missing command (one of: serve, join, connect, revoke, status)")
+        case "discover": return try runDiscover(ctx)
+        default: throw ToolError.usage("missing command (one of: serve, join, connect, discover, revoke, status)")
         }
     }
 
@@ -274,11 +295,21 @@ public enum PeerSyncCommand {
         let store = try ctx.store(create: false)
         let lock = try ServeLock(storePath: store.path)
         defer { withExtendedLifetime(lock) {} }
-        let (obs, _) = try observer(ctx)
+        let (progress, _) = try observer(ctx)
+        let log = ServiceLog(ctx)
+        let obs: SyncObserver = { e in progress(e); log.event(e) }
         installStopHandlers()
         let server = try SyncServer(store: store, options: opts, now: ctx.now, observer: obs, verifier: try verifier(ctx))
+        var responder: MDNSResponder?
+        defer { responder?.stop() }
+        server.onListening = { bound in
+            try store.write { try store.setMeta(Store.serveAddressKey, bound.description) }
+            log.line("listening on \(bound)")
+            if !ctx.args.flag(Option.noAdvertise) { responder = startResponder(ctx, store: store, listen: listen, port: bound.port, log: log) }
+        }
         let status = try server.run(listen: listen, once: ctx.args.flag(Option.once)) { result in
             ctx.endProgress()
+            log.session(result)
             switch result {
             case let .success(summary):
                 try ctx.out.writeLine(summary.json)
@@ -290,6 +321,24 @@ public enum PeerSyncCommand {
         }
         ctx.endProgress()
         return status
+    }
+
+    /// The DNS-SD responder for a listener on `listen`: nil on loopback (no
+    /// one else can reach it) and when port 5353 cannot be had (a warning,
+    /// and serve goes on without it: connects by address still work).
+    static func startResponder(_ ctx: ToolContext, store: Store, listen: HostPort, port: UInt16, log: ServiceLog) -> MDNSResponder? {
+        let path = store.path
+        let clock = SyncClock(base: ctx.now)
+        let reader = AdvertisementReader(path: path)
+        do {
+            guard let r = try MDNSResponder(listenHost: listen.host, log: { log.line($0) },
+                                            advertisement: { reader.read(port: port, now: clock.now()) }) else { return nil }
+            r.start()
+            return r
+        } catch {
+            ctx.warn("not advertising on the local network: \(error)")
+            return nil
+        }
     }
 
     // MARK: join
@@ -306,12 +355,10 @@ public enum PeerSyncCommand {
         if offer.expiresAt <= ctx.now {
             throw ToolError(.noPermission, "offer expired at \(offer.expiresAt.rfc3339); ask the owner for a new one")
         }
-        let target: HostPort
-        if let c = ctx.args.value(Option.connect) {
-            target = try address(c, option: "--connect")
-        } else if let a = offer.address, let hp = HostPort(parsing: a) {
-            target = hp
-        } else {
+        // An address given with --connect is taken as it is; the offer's own
+        // (or none) is tried while the owner's service is browsed for.
+        let given = try ctx.args.value(Option.connect).map { try address($0, option: "--connect") }
+        guard let target = given ?? offer.address.flatMap(HostPort.init(parsing:)) else {
             throw ToolError.usage("the offer carries no address: give --connect HOST:PORT")
         }
         let roots = try ProofRoots.given(ctx)
@@ -319,7 +366,7 @@ public enum PeerSyncCommand {
         let footprint = NewStoreFootprint(path: ctx.storePath)
         do {
             return try runClient(ctx, createStore: true) { client, wait in
-                let summary = try client.join(offer: offer, at: target, wait: wait)
+                let summary = try client.join(offer: offer, at: target, browse: given == nil, wait: wait)
                 // Joined: the root given now is the store's from here on.
                 if let roots {
                     let store = try ctx.store()
@@ -357,6 +404,42 @@ public enum PeerSyncCommand {
         return try runClient(ctx) { client, wait in
             try target.map { try client.sync(with: $0, wait: wait) } ?? client.syncNow(wait: wait)
         }
+    }
+
+    // MARK: discover
+
+    static func runDiscover(_ ctx: ToolContext) throws -> ExitStatus {
+        let timeout = try ctx.args.timeSpan(Option.timeout, default: PeerFinder.browseTime)
+        guard timeout.milliseconds > 0, timeout <= TimeSpan.minutes(1) else { throw ToolError.usage("--timeout: give a duration from 1ms to 1m") }
+        let store = try ctx.store()
+        guard let fam = try store.family(), let key = try store.familySecret() else {
+            throw ToolError(.noInput, "this store belongs to no family yet: redeem an offer with 'peer-sync join' (or make one with 'pair-qr' on the owner's device)")
+        }
+        let devices = try store.devices()
+        let me = try store.deviceID
+        let tags = try DiscoveryTags(familyKey: key, family: fam.id)
+        let recognise = tags.recogniser(devices: devices.map(\.deviceID), me: me, now: ctx.now)
+        let mine = Set(DiscoveryTags.acceptedDays(ctx.now).map { tags.deviceTag(me, day: $0) })
+        let browser = try MDNSBrowser()
+        let started = Deadline.now()
+        // One entry per instance: the address it answered at last.
+        var found: [FoundService] = []
+        for f in browser.browse(for: timeout).reversed() where !found.contains(where: { $0.instance == f.instance }) { found.insert(f, at: 0) }
+        let ms = Deadline.now().milliseconds(since: started)
+        var listed: [JSONValue] = []
+        var others = 0
+        for f in found {
+            if mine.contains(f.instance.lowercased()) { continue }
+            guard let device = recognise(f) else { others += 1; continue }
+            let role = device.flatMap { d in devices.first { $0.deviceID == d }?.role.rawValue }
+            listed.append(.object([("device", .optional(device)), ("role", .optional(role)), ("address", .string(f.hostPort.description)),
+                                   ("interface", .string(f.interface))]))
+        }
+        try ctx.out.writeLine(.object([
+            ("interfaces", .array(browser.interfaces.map { .object([("name", .string($0.name)), ("address", .string($0.addressText))]) })),
+            ("browsedMs", .int(ms)), ("devices", .array(listed)), ("others", .int(others)),
+        ]))
+        return listed.isEmpty ? .negative : .success
     }
 
     // MARK: revoke
@@ -465,5 +548,7 @@ extension PeerSyncCommand {
         case root
         case wait
         case waveTimeout = "wave-timeout"
+        case noAdvertise = "no-advertise"
+        case timeout
     }
 }
