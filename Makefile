@@ -11,7 +11,7 @@ RELEASE_FLAGS := -c release --static-swift-stdlib
 RELEASE_BIN = $(shell $(SWIFT) build $(RELEASE_FLAGS) --show-bin-path 2>/dev/null)
 DEBUG_BIN = $(shell $(SWIFT) build --show-bin-path 2>/dev/null)
 
-.PHONY: all build deps test-deps bench-deps demo test c-warnings test-asan test-tsan fuzz bench man install install-units uninstall clean
+.PHONY: all build deps test-deps bench-deps demo test c-warnings check-dependent test-asan test-tsan fuzz bench man install install-units uninstall clean
 
 all: build
 
@@ -66,6 +66,10 @@ c-warnings: deps
 	@for f in $(CXX_SOURCES); do \
 	    $${CXX:-c++} -std=c++17 -Wall -Wextra -Werror -fsyntax-only -ISources/ZXingBridge/include $$(pkg-config --cflags zxing) $$f || exit 1; \
 	done
+
+# A package depending on the FamilySync library builds (slow: not part of test).
+check-dependent: deps
+	@bash scripts/check-dependent.sh
 
 # The test suite under AddressSanitizer (with LeakSanitizer) and under
 # ThreadSanitizer, each in its own build folder (.build/asan, .build/tsan) so

@@ -1,4 +1,4 @@
-import COpenSSL
+import Glibc
 
 /// The requesting side of photo transfer: waves of `SyncLimits.waveSize`
 /// wanted photos, the next wave only when every request of the last is
@@ -17,6 +17,7 @@ import COpenSSL
 final class PhotoWaves {
     private let store: Store
     private let waveTimeout: TimeSpan
+    private let clock: MonotonicClock
 
     /// The last hash looked at in the wanted list.
     private var cursor = ""
@@ -29,7 +30,7 @@ final class PhotoWaves {
     private var requested: Set<String> = []
     /// Requests given up on by the timeout; a late answer to one is discarded.
     private var expired: Set<String> = []
-    private var lastActivity = Deadline.now()
+    private var lastActivity: Deadline
     private var assembly: PhotoAssembly?
 
     private(set) var waveNumber = 0
@@ -37,9 +38,11 @@ final class PhotoWaves {
     private(set) var received: Int64 = 0
     private(set) var unavailable: Int64 = 0
 
-    init(store: Store, waveTimeout: TimeSpan) {
+    init(store: Store, waveTimeout: TimeSpan, clock: MonotonicClock = .system) {
         self.store = store
         self.waveTimeout = waveTimeout
+        self.clock = clock
+        lastActivity = clock.now()
     }
 
     /// When the current wave times out, if one is waiting.
@@ -51,7 +54,7 @@ final class PhotoWaves {
     /// asked for early waits behind them without timing out.
     func recordsArrived() {
         recordsSinceExhausted = true
-        if !outstanding.isEmpty { lastActivity = Deadline.now() }
+        if !outstanding.isEmpty { lastActivity = clock.now() }
     }
 
     /// Sends the next wave when the last one is complete. Returns the number
@@ -98,13 +101,13 @@ final class PhotoWaves {
         waveNumber += 1
         outstanding = Set(next)
         requested.formUnion(next)
-        lastActivity = Deadline.now()
+        lastActivity = clock.now()
         return next
     }
 
     /// Gives up on the current wave if it has been silent too long. Returns how many requests expired.
     func expireIfSilent() -> Int {
-        guard let d = timeoutDeadline, d.hasPassed else { return 0 }
+        guard let d = timeoutDeadline, clock.hasPassed(d) else { return 0 }
         let n = outstanding.count
         unavailable += Int64(n)
         expired.formUnion(outstanding)
@@ -119,7 +122,7 @@ final class PhotoWaves {
         let h = try r.string("photo", maxBytes: 64)
         guard requested.contains(h) else { throw ProtocolError("PHOTO-UNAVAILABLE for a photo that was not requested") }
         if let a = assembly, a.hash == h { throw ProtocolError("PHOTO-UNAVAILABLE in the middle of that photo's data") }
-        lastActivity = Deadline.now()
+        lastActivity = clock.now()
         if outstanding.remove(h) != nil { unavailable += 1 }
     }
 
@@ -155,7 +158,7 @@ final class PhotoWaves {
         }
         guard a.count + body.count <= a.total else { throw ProtocolError("PHOTO-DATA runs past the photo's declared size") }
         a.append(body)
-        lastActivity = Deadline.now()
+        lastActivity = clock.now()
         guard a.count == a.total else { return nil }
         assembly = nil
         if a.discard { return nil }
@@ -182,22 +185,17 @@ final class PhotoAssembly {
     /// Chunks shorter than `smallChunkBytes`, joined: a peer sending a photo
     /// a byte at a time must not cost a slice and an allocation per byte.
     private var small: [UInt8] = []
-    private let ctx: OpaquePointer
+    /// The running digest; taken when the photo is complete.
+    private var digest: SHA256? = SHA256()
 
     init(hash: String, total: Int, discard: Bool) {
         self.hash = hash
         self.total = total
         self.discard = discard
-        ctx = EVP_MD_CTX_new()!
-        EVP_DigestInit_ex(ctx, EVP_sha256(), nil)
     }
 
-    deinit { EVP_MD_CTX_free(ctx) }
-
     func append(_ chunk: ArraySlice<UInt8>) {
-        chunk.withUnsafeBytes { b in
-            if b.count > 0 { EVP_DigestUpdate(ctx, b.baseAddress, b.count) }
-        }
+        chunk.withUnsafeBytes { digest?.update($0) }
         count += chunk.count
         guard !discard, !chunk.isEmpty else { return }
         if chunk.count < PhotoAssembly.smallChunkBytes {
@@ -217,11 +215,10 @@ final class PhotoAssembly {
     /// Bytes received so far (kept, or only counted for a discarded late photo).
     private(set) var count = 0
 
+    /// The photo's SHA-256 in hex; asked once, when all its bytes are in.
     func digestHex() -> String {
-        var out = [UInt8](repeating: 0, count: 32)
-        var len: UInt32 = 0
-        EVP_DigestFinal_ex(ctx, &out, &len)
-        return Hex.encode(out)
+        guard let d = digest.take() else { preconditionFailure("a photo's digest is finished once") }
+        return Hex.encode(d.finalize())
     }
 }
 

@@ -157,7 +157,7 @@ public final class SyncClient {
             // Said once: the TLS error's own context already names the handshake and the address.
             throw ToolError(.unavailable, "TLS handshake with \(address) failed: \(e.reasonText.isEmpty ? "no reason given" : e.reasonText) (is a family-sync peer listening there?)")
         }
-        return FrameChannel(conn)
+        return FrameChannel(conn, clock: clock.monotonic)
     }
 
     enum Notice {

@@ -322,7 +322,7 @@ final class ServerGate: @unchecked Sendable {
             emit("rejected", [("from", .string(from)), ("reason", .string("handshake")), ("message", .string("\(error)"))])
             return
         }
-        let channel = FrameChannel(conn)
+        let channel = FrameChannel(conn, clock: clock.monotonic)
         let noticeDeadline = min(deadline, Deadline(after: SyncLimits.closeTimeout))
         if conn.isAuthenticated, let d = decision, d.startsSession, reserved {
             pool.leave(entry)

@@ -25,6 +25,18 @@ struct SessionPeer {
     var newToFamily = false
 }
 
+/// Where a session is, as the `phase` and `progress` events name it.
+enum SessionPhase: String, Sendable {
+    /// HELLO and FAMILY each way.
+    case hello
+    /// Records streaming (photo waves may already run beside them).
+    case records
+    /// Every record of the peer is in; photo waves continue.
+    case photos
+    /// Our DONE is sent; waiting for the peer's.
+    case done
+}
+
 /// One authenticated sync session, the same on both sides (docs/protocol.md,
 /// "Session"): HELLO and FAMILY each way, then records from the peer's cursor
 /// in bounded batches, photo waves in both directions, and the DONE handshake.
@@ -42,7 +54,7 @@ final class SyncSession {
     private let observer: SyncObserver?
     private let verifier: ProofVerifier
     private var summary: SyncSummary
-    private let started = Deadline.now()
+    private let started: Deadline
 
     // Records out: the rows whose change number was in (after, snapshot] when
     // the peer's HELLO arrived. `sendAfter` is the last change number sent;
@@ -79,8 +91,9 @@ final class SyncSession {
     private var peerHello: HelloMessage?
     private var doneSent: DoneMessage?
     private var peerDone: DoneMessage?
-    private var phase = "hello"
-    private var lastProgress = Deadline.now()
+    private var phase = SessionPhase.hello
+    private var lastProgress: Deadline
+    private var timers: MonotonicClock { clock.monotonic }
 
     init(store: Store, family: FamilyInfo, me: String, peer: SessionPeer, channel: FrameChannel,
          options: SyncOptions, clock: SyncClock, observer: SyncObserver?, verifier: ProofVerifier) {
@@ -93,7 +106,9 @@ final class SyncSession {
         self.options = options
         self.clock = clock
         self.observer = observer
-        self.waves = PhotoWaves(store: store, waveTimeout: options.waveTimeout)
+        self.waves = PhotoWaves(store: store, waveTimeout: options.waveTimeout, clock: clock.monotonic)
+        started = clock.monotonic.now()
+        lastProgress = started
         self.responder = PhotoResponder(store: store, faults: options.faults)
         var s = SyncSummary(side: peer.side)
         s.peer = peer.device
@@ -108,7 +123,7 @@ final class SyncSession {
     func run() throws -> SyncSummary {
         // Checkpoints run beside the session; where they cannot, the session's
         // connection does them itself, less often than usual.
-        let checkpointer = BackgroundCheckpointer.start(for: store.db)
+        let checkpointer = store.startBackgroundCheckpointer()
         let checkpointBefore = checkpointer == nil ? try store.raiseAutoCheckpoint(bytes: SyncLimits.sessionCheckpointBytes) : nil
         defer {
             checkpointer?.stop()
@@ -140,6 +155,11 @@ final class SyncSession {
             emit("ended", [("outcome", .string("vanished"))])
             throw ToolError(.unavailable, "connection to \(peerName) lost (\(e.description)); session ended, cursors not moved")
         }
+    }
+
+    private func enter(_ p: SessionPhase, _ extra: [(String, JSONValue)] = []) {
+        phase = p
+        emit("phase", [("phase", .string(p.rawValue))] + extra)
     }
 
     private var peerName: String { peer.address.map { "\(peer.device) at \($0)" } ?? peer.device }
@@ -225,8 +245,7 @@ final class SyncSession {
         let g = try nextFrame(expecting: "FAMILY")
         guard g.type == .family else { throw ProtocolError("expected FAMILY, got \(g.type.name)") }
         try apply(try FamilyMessage(g), from: h)
-        phase = "records"
-        emit("phase", [("phase", .string("records"))])
+        enter(.records)
     }
 
     /// The next frame, skipping keepalives, and sending ours while we wait
@@ -346,7 +365,7 @@ final class SyncSession {
     private func waitMilliseconds() -> Int32 {
         var d = channel.lastSent.adding(SyncLimits.keepaliveInterval)
         if let w = waves.timeoutDeadline, w < d { d = w }
-        return max(1, min(d.remainingMilliseconds, 250))
+        return max(1, min(timers.remainingMilliseconds(until: d), 250))
     }
 
     private func produce() throws {
@@ -370,9 +389,8 @@ final class SyncSession {
         summary.photosSent = responder.sent
         // Our own photo waves, from the peer's first records on.
         if !waves.finished {
-            if peerRecordsEnded && phase != "photos" {
-                phase = "photos"
-                emit("phase", [("phase", .string("photos")), ("photosWanted", .int(Int64(try store.wantedPhotoCount()) + waves.received))])
+            if peerRecordsEnded && phase != .photos {
+                enter(.photos, [("photosWanted", .int(Int64(try store.wantedPhotoCount()) + waves.received))])
             }
             let n = try waves.advance(channel, recordsComplete: peerRecordsEnded)
             if n > 0 { emit("wave", [("wave", .int(waves.waveNumber)), ("requested", .int(n))]) }
@@ -413,7 +431,7 @@ final class SyncSession {
         channel.send(.done, json: d.json)
         doneSent = d
         summary.localDigest = d.digest
-        phase = "done"
+        phase = .done
         emit("done-sent", [("digest", .string(d.digest))])
     }
 
@@ -427,10 +445,10 @@ final class SyncSession {
 
     /// A silent peer has vanished; a side that has sent nothing for a while pings.
     private func keepAlive() throws {
-        if channel.lastReceived.adding(SyncLimits.idleTimeout).hasPassed {
+        if timers.hasPassed(channel.lastReceived.adding(SyncLimits.idleTimeout)) {
             throw TLSError(.timeout, "\(peer.device) sent nothing for \(SyncLimits.idleTimeout)")
         }
-        if channel.backlog == 0, channel.lastSent.adding(SyncLimits.keepaliveInterval).hasPassed {
+        if channel.backlog == 0, timers.hasPassed(channel.lastSent.adding(SyncLimits.keepaliveInterval)) {
             channel.send(.ping, [])
         }
     }
@@ -535,11 +553,12 @@ final class SyncSession {
     }
 
     private func reportProgress() {
-        guard lastProgress.adding(SyncLimits.progressInterval).hasPassed else { return }
-        lastProgress = Deadline.now()
-        let ms = max(1, Deadline.now().milliseconds(since: started))
+        let now = timers.now()
+        guard now >= lastProgress.adding(SyncLimits.progressInterval) else { return }
+        lastProgress = now
+        let ms = max(1, now.milliseconds(since: started))
         let rate = (channel.bytesSent + channel.bytesReceived) * 1000 / ms
-        emit("progress", [("phase", .string(phase)), ("wave", .int(waves.waveNumber)), ("bytesSent", .int(channel.bytesSent)),
+        emit("progress", [("phase", .string(phase.rawValue)), ("wave", .int(waves.waveNumber)), ("bytesSent", .int(channel.bytesSent)),
                           ("bytesReceived", .int(channel.bytesReceived)), ("bytesPerSecond", .int(rate)),
                           ("recordsReceived", .int(summary.recordsReceived)), ("photosReceived", .int(waves.received)),
                           ("recordsSent", .int(summary.recordsSent)), ("photosSent", .int(responder.sent)),
@@ -567,7 +586,7 @@ final class SyncSession {
         _ = channel.tls.shutdown(deadline: Deadline(after: SyncLimits.closeTimeout))
         summary.bytesSent = channel.bytesSent
         summary.bytesReceived = channel.bytesReceived
-        summary.durationMilliseconds = Deadline.now().milliseconds(since: started)
+        summary.durationMilliseconds = timers.now().milliseconds(since: started)
         emit("synced", [("peer", .string(peer.device)), ("lastSynced", .string(now.rfc3339)),
                         ("digestsEqual", .bool(mine.digest == theirs.digest))])
     }

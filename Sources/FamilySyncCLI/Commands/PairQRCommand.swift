@@ -42,3 +42,21 @@ public enum PairQRCommand {
         seeAlso: AllTools.seeAlso(except: "pair-qr")
     )
 }
+
+extension PairQRCommand {
+    /// This tool's options, one case each (see `OptionName`).
+    public enum Option: String, OptionName {
+        case addr
+        case close
+        case db
+        case format
+        case level
+        case list
+        case margin
+        case now
+        case output
+        case quiet
+        case size
+        case ttl
+    }
+}

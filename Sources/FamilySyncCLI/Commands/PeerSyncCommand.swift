@@ -209,15 +209,19 @@ public enum PeerSyncCommand {
     // MARK: Shared plumbing
 
     static func options(_ ctx: ToolContext) throws -> SyncOptions {
+        // Shared by serve, join and connect, which declare different options.
+        let a = ctx.args
         var faults: SyncFaults = []
-        if ctx.args.flag(faultSkipPhotoReplies.long) { faults.insert(.skipPhotoReplies) }
-        if ctx.args.flag(faultVersion1.long) { faults.insert(.speakVersion1) }
-        return SyncOptions(waveTimeout: try ctx.args.timeSpan("wave-timeout", default: SyncLimits.defaultWaveTimeout), faults: faults)
+        if a.declares(Option.faultInjectSkipPhotoReplies) && a.flag(Option.faultInjectSkipPhotoReplies) { faults.insert(.skipPhotoReplies) }
+        if a.declares(Option.faultInjectProtocolVersion1) && a.flag(Option.faultInjectProtocolVersion1) { faults.insert(.speakVersion1) }
+        let wave = a.declares(Option.waveTimeout) ? try a.timeSpan(Option.waveTimeout, default: SyncLimits.defaultWaveTimeout) : SyncLimits.defaultWaveTimeout
+        return SyncOptions(waveTimeout: wave, faults: faults)
     }
 
     /// `--wait`: a duration, 0 included (one try, no retry).
     static func waitSpan(_ ctx: ToolContext) throws -> TimeSpan {
-        try ctx.args.timeSpan("wait", default: SyncLimits.defaultBusyWait, allowZero: true)
+        guard ctx.args.declares(Option.wait) else { return SyncLimits.defaultBusyWait }
+        return try ctx.args.timeSpan(Option.wait, default: SyncLimits.defaultBusyWait, allowZero: true)
     }
 
     /// The proof verifier: --root, else the store's kept root, else Apple's.
@@ -229,7 +233,7 @@ public enum PeerSyncCommand {
     /// peer never listens there.
     static func address(_ text: String, option: String, portZero: Bool = false) throws -> HostPort {
         guard let a = HostPort(parsing: text) else { throw ToolError.usage("\(option): '\(text)' is not HOST:PORT") }
-        if a.port == 0 && !portZero {
+        if !a.isConnectable && !portZero {
             throw ToolError.usage("\(option): '\(text)': port 0 is not a port a peer listens on (the default is \(SyncLimits.defaultPort))")
         }
         return a
@@ -237,7 +241,7 @@ public enum PeerSyncCommand {
 
     /// Events to --events as NDJSON, progress to a terminal, warnings to stderr.
     static func observer(_ ctx: ToolContext) throws -> (SyncObserver, EventLog?) {
-        let log = try ctx.args.value("events").map { try EventLog(path: $0) }
+        let log = try (ctx.args.declares(Option.events) ? ctx.args.value(Option.events) : nil).map { try EventLog(path: $0) }
         let view = SyncProgressView(ctx)
         let obs: SyncObserver = { e in
             log?.write(e.json(time: Timestamp.current()))
@@ -253,7 +257,7 @@ public enum PeerSyncCommand {
             case "proof" where e.fields.first(where: { $0.0 == "state" })?.1.stringValue == "rejected":
                 func field(_ k: String) -> String { e.fields.first { $0.0 == k }?.1.stringValue ?? "" }
                 ctx.endProgress()
-                let hint = field("reason") == "untrusted-chain" && ctx.args.values("root").isEmpty
+                let hint = field("reason") == "untrusted-chain" && ctx.args.values(Option.root).isEmpty
                     ? "; if it is signed by another root, give --root CERT once (with join or jws-verify --save) and the store keeps it" : ""
                 ctx.warn("the peer's proof was rejected (\(field("reason")): \(field("detail"))); this device's entitlement is unchanged\(hint)")
             case "warning":
@@ -290,7 +294,7 @@ public enum PeerSyncCommand {
     // MARK: serve
 
     static func runServe(_ ctx: ToolContext) throws -> ExitStatus {
-        let listen = try address(ctx.args.value("listen") ?? "0.0.0.0:\(SyncLimits.defaultPort)", option: "--listen", portZero: true)
+        let listen = try address(ctx.args.value(Option.listen) ?? "0.0.0.0:\(SyncLimits.defaultPort)", option: "--listen", portZero: true)
         let opts = try options(ctx)
         let store = try ctx.store(create: false)
         let lock = try ServeLock(storePath: store.path)
@@ -305,9 +309,9 @@ public enum PeerSyncCommand {
         server.onListening = { bound in
             try store.write { try store.setMeta(Store.serveAddressKey, bound.description) }
             log.line("listening on \(bound)")
-            if !ctx.args.flag("no-advertise") { responder = startResponder(ctx, store: store, listen: listen, port: bound.port, log: log) }
+            if !ctx.args.flag(Option.noAdvertise) { responder = startResponder(ctx, store: store, listen: listen, port: bound.port, log: log) }
         }
-        let status = try server.run(listen: listen, once: ctx.args.flag("once")) { result in
+        let status = try server.run(listen: listen, once: ctx.args.flag(Option.once)) { result in
             ctx.endProgress()
             log.session(result)
             switch result {
@@ -357,7 +361,7 @@ public enum PeerSyncCommand {
         }
         // An address given with --connect is taken as it is; the offer's own
         // (or none) is tried while the owner's service is browsed for.
-        let given = try ctx.args.value("connect").map { try address($0, option: "--connect") }
+        let given = try ctx.args.value(Option.connect).map { try address($0, option: "--connect") }
         guard let target = given ?? offer.address.flatMap(HostPort.init(parsing:)) else {
             throw ToolError.usage("the offer carries no address: give --connect HOST:PORT")
         }
@@ -409,7 +413,7 @@ public enum PeerSyncCommand {
     // MARK: discover
 
     static func runDiscover(_ ctx: ToolContext) throws -> ExitStatus {
-        let timeout = try ctx.args.timeSpan("timeout", default: PeerFinder.browseTime)
+        let timeout = try ctx.args.timeSpan(Option.timeout, default: PeerFinder.browseTime)
         guard timeout.milliseconds > 0, timeout <= TimeSpan.minutes(1) else { throw ToolError.usage("--timeout: give a duration from 1ms to 1m") }
         let store = try ctx.store()
         guard let fam = try store.family(), let key = try store.familySecret() else {
@@ -491,8 +495,9 @@ public enum PeerSyncCommand {
                      ("sentSeq", .int(d.sentSeq)), ("recvSeq", .int(d.recvSeq))])
         }
         let maxDevices: Int = fam?.role == .member ? Int(try store.meta("family_max_devices") ?? "") ?? Store.defaultMaxDevices : try store.maxDevices
-        let records = try store.db.scalarInt("SELECT count(*) FROM records") ?? 0
-        let photos = try store.db.scalarInt("SELECT count(*) FROM photos") ?? 0
+        let counts = try store.recordCounts()
+        let records = counts.live + counts.tombstones
+        let photos = try store.photoCount()
         try ctx.out.writeLine(.object([
             ("device", .string(me)),
             ("family", .optional(fam?.id)), ("role", .optional(fam?.role.rawValue)), ("owner", .optional(fam?.ownerDevice)),
@@ -527,13 +532,27 @@ final class EventLog {
     func write(_ v: JSONValue) {
         var line = v.serialized
         line += "\n"
-        line.withUTF8 { b in
-            var off = 0
-            while off < b.count {
-                let n = Foundation.write(fd, b.baseAddress! + off, b.count - off)
-                if n < 0 { if errno == EINTR { continue }; return }
-                off += n
-            }
-        }
+        // A log that cannot be written must not stop a sync: the event is dropped.
+        _ = line.withUTF8 { FileIO.writeAll(fd, UnsafeRawBufferPointer($0)) }
+    }
+}
+
+extension PeerSyncCommand {
+    /// This tool's options, one case each (see `OptionName`).
+    public enum Option: String, OptionName {
+        case connect
+        case db
+        case events
+        case faultInjectProtocolVersion1 = "fault-inject-protocol-version-1"
+        case faultInjectSkipPhotoReplies = "fault-inject-skip-photo-replies"
+        case listen
+        case now
+        case once
+        case quiet
+        case root
+        case wait
+        case waveTimeout = "wave-timeout"
+        case noAdvertise = "no-advertise"
+        case timeout
     }
 }

@@ -129,15 +129,20 @@ import Testing
         let (s, dir) = try RT.store()
         defer { try? FileManager.default.removeItem(atPath: dir) }
         _ = try s.applyRemote([try SyncStateTests.record("a", photos: Self.hashes(0..<3))], now: Timestamp.current())
-        let w = PhotoWaves(store: s, waveTimeout: TimeSpan(milliseconds: 1_000))
+        let t = ManualClock()
+        let w = PhotoWaves(store: s, waveTimeout: TimeSpan(milliseconds: 1_000), clock: t.clock)
         w.recordsArrived()
         #expect(try w.nextWave(recordsComplete: false)?.count == 3)
+        // Records keep coming for 1.5 s, more than the timeout in all: the wave stays.
         for _ in 0..<15 {
-            usleep(100_000)
+            t.advance(by: TimeSpan(milliseconds: 100))
             w.recordsArrived()
             #expect(w.expireIfSilent() == 0)
         }
-        usleep(1_300_000)
+        // Then silence: 999 ms is not yet the timeout, 1,000 ms is.
+        t.advance(by: TimeSpan(milliseconds: 999))
+        #expect(w.expireIfSilent() == 0)
+        t.advance(by: TimeSpan(milliseconds: 1))
         #expect(w.expireIfSilent() == 3)
         #expect(w.unavailable == 3)
     }
