@@ -171,16 +171,28 @@ struct HouseholdNetworkTests {
         #expect(serve.wait(timeout: 20) == 0)
     }
 
-    /// The venv `make test` installs python-zeroconf into.
+    /// The venv `make test` installs python-zeroconf into, when it could
+    /// import zeroconf (pip may have failed to reach PyPI).
     static let zeroconfPython: String? = {
         var url = URL(fileURLWithPath: Tools.binDir)
         while url.path != "/" {
             let py = url.appendingPathComponent(".build/test-venv/bin/python").path
-            if FileManager.default.isExecutableFile(atPath: py) { return py }
+            if FileManager.default.isExecutableFile(atPath: py) { return canImportZeroconf(py) ? py : nil }
             url.deleteLastPathComponent()
         }
         return nil
     }()
+
+    private static func canImportZeroconf(_ python: String) -> Bool {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: python)
+        p.arguments = ["-c", "import zeroconf"]
+        p.standardOutput = FileHandle.nullDevice
+        p.standardError = FileHandle.nullDevice
+        guard (try? p.run()) != nil else { return false }
+        p.waitUntilExit()
+        return p.terminationStatus == 0
+    }
 
     @Test(.disabled(if: zeroconfPython == nil, "python-zeroconf is not installed (make test installs it into .build/test-venv)"))
     func pythonZeroconfSeesTheServiceAndNoIDs() throws {
