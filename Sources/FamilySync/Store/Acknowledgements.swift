@@ -101,11 +101,15 @@ extension Store {
     /// still had them because it was restored from an old copy, or was away.
     /// A purge, not an edit: no change number is used. Call inside `write`.
     func dropRecordsPurgedElsewhere(floor: Timestamp, keeping ids: Set<String>) throws -> Int {
-        let pick = try db.prepare("SELECT rid, id FROM records WHERE modified_at <= ?")
+        let pick = try db.prepare("SELECT rid, id, line FROM records WHERE modified_at <= ?")
         try pick.bind([.int(floor.milliseconds)])
         var gone: [Int64] = []
-        while try pick.step() {
-            if !ids.contains(pick.text(1)) { gone.append(pick.int64(0)) }
+        try adjustRecordDigest { digest, scratch in
+            while try pick.step() {
+                guard !ids.contains(pick.text(1)) else { continue }
+                gone.append(pick.int64(0))
+                pick.withBytes(1) { id in pick.withBytes(2) { digest.subtract(.init(id: id, line: $0, scratch: &scratch)) } }
+            }
         }
         pick.reset()
         for rid in gone {

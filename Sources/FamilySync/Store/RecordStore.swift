@@ -212,21 +212,6 @@ extension Store {
         while try s.step() { try s.withBytes(0, body) }
     }
 
-    /// A digest of the whole record state: equal on two devices exactly when
-    /// they hold the same versions of the same ids.
-    public func recordStateDigest() throws -> String {
-        var h = SHA256()
-        let s = try db.prepare("SELECT id, line FROM records ORDER BY id")
-        defer { s.reset() }
-        while try s.step() {
-            s.withBytes(0) { h.update($0) }
-            h.update([0])
-            s.withBytes(1) { h.update($0) }
-            h.update([0x0A])
-        }
-        return Hex.encode(h.finalize())
-    }
-
     public var currentChangeSeq: Int64 { get throws { Int64(try meta("change_seq") ?? "0") ?? 0 } }
 
     /// How many record rows the store holds: (live, tombstones).
@@ -255,6 +240,9 @@ final class RecordApplier {
     private let selectHeld: Statement
     var seq: Int64
     var summary = ApplySummary()
+    /// The record-state digest, kept current row by row (RecordStateDigest.swift).
+    private var digest: RecordDigestSum
+    private var digestScratch: [UInt8] = []
     /// Change numbers whose replacement is reported in `summary.displaced`.
     var watching: ClosedRange<Int64>?
     private var scratch: [UInt8] = []
@@ -262,7 +250,7 @@ final class RecordApplier {
     init(store: Store, now: Timestamp, stamping: Bool) throws {
         self.store = store
         db = store.db
-        select = try db.prepare("SELECT rid, modified_at, device_id, deleted, photo_count, seq FROM records WHERE id = ?")
+        select = try db.prepare("SELECT rid, modified_at, device_id, deleted, photo_count, seq, line FROM records WHERE id = ?")
         insert = try db.prepare("""
             INSERT INTO records (id, type, modified_at, device_id, deleted, line, seq, photo_count) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
             ON CONFLICT(id) DO NOTHING
@@ -278,10 +266,12 @@ final class RecordApplier {
         clampLimit = LWW.clamp(Timestamp.latest, now: now).milliseconds
         me = stamping ? Array(try store.deviceID.utf8) : nil
         seq = try store.currentChangeSeq
+        digest = try store.storedRecordDigest()
     }
 
     func finish() throws {
         try store.setMeta("change_seq", String(seq))
+        try store.setStoredRecordDigest(digest)
     }
 
     @inline(__always)
@@ -380,6 +370,12 @@ final class RecordApplier {
                                       remoteTime: Timestamp(milliseconds: time), remoteDeleted: deleted,
                                       remoteDevice: UnsafeBufferPointer(start: dp, count: dn))
                 }
+                if decision.takeRemote, let lp = sqlite3_column_blob(select.stmt, 6) {
+                    // The held version leaves the digest (the incoming one joins it in writeRow).
+                    let ln = Int(sqlite3_column_bytes(select.stmt, 6))
+                    digest.subtract(.init(id: UnsafeRawBufferPointer(start: idp, count: idn), line: UnsafeRawBufferPointer(start: lp, count: ln),
+                                          scratch: &digestScratch))
+                }
                 sqlite3_reset(select.stmt)
                 if decision.takeRemote {
                     _ = try writeRow(base, r, stmt: update, rid: rid, idp: idp, idn: idn, time: time,
@@ -469,7 +465,10 @@ final class RecordApplier {
                     let rc = sqlite3_step(s.stmt)
                     sqlite3_reset(s.stmt)
                     if rc != SQLITE_DONE { try db.check(rc, "writing a record") }
-                    return sqlite3_changes(db.handle) > 0
+                    guard sqlite3_changes(db.handle) > 0 else { return false }
+                    digest.add(.init(id: UnsafeRawBufferPointer(start: idp, count: idn), line: UnsafeRawBufferPointer(start: lineP, count: lineN),
+                                     scratch: &digestScratch))
+                    return true
                 }
             }
         }
