@@ -85,6 +85,16 @@ extension Store {
         return epoch
     }
 
+    /// Owner: moves the family to a fresh key at an epoch above both its own
+    /// and `epoch` (a member's, when the owner's store went back in time).
+    /// Returns the new epoch. Call inside `write`.
+    @discardableResult
+    func rotateFamilyKey(above epoch: Int64) throws -> Int64 {
+        let next = max(try familyEpoch, epoch) + 1
+        try setFamilyKey(try SecretBytes.random(count: Store.familySecretBytes), epoch: next)
+        return next
+    }
+
     /// Marks this device as revoked (the owner said so on an authenticated session).
     public func markSelfRevoked(at t: Timestamp) throws {
         try db.run("UPDATE devices SET revoked_at = ? WHERE device_id = ? AND revoked_at IS NULL", [.int(t.milliseconds), .text(try deviceID)])
