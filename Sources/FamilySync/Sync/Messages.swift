@@ -188,7 +188,7 @@ struct FamilyMessage {
     var acked: Int64?
     /// Owner only: the current devices that have not yet heard the receiver's latest changes.
     var waitingFor: [(device: String, lastSynced: Timestamp?)] = []
-    /// Owner only: the latest delete time among the tombstones it purged.
+    /// Every side: its purge floor, the latest delete time among the tombstones it purged (§4.5).
     var purgeFloor: Timestamp?
 
     /// The most product IDs a policy may list.
