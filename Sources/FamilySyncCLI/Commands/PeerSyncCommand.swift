@@ -95,9 +95,12 @@ public enum PeerSyncCommand {
         authenticated session and drops to free.
         """,
         options: [CommonOptions.db, CommonOptions.now],
-        arguments: [ArgumentSpec("DEVICE", help: "The device ID, or a unique prefix of it (4 characters or more).", optional: false, completion: .none)],
+        arguments: [ArgumentSpec("DEVICE", help: "The device ID, or a unique prefix of it (4 characters or more).", optional: false, completion: revocable)],
         examples: [Example("Revoke a lost phone:", "peer-sync revoke --db owner.db 7F3A")]
     )
+
+    /// What `revoke DEVICE` completes to: the IDs `status --device-ids` lists.
+    static let revocable = CompletionKind.listing(["status", "--device-ids"])
 
     static let status = CommandSpec(
         name: "status",
@@ -108,7 +111,8 @@ public enum PeerSyncCommand {
         synced and its cursors, the proof state (jws-verify's verdict on the \
         kept proofs), and the photos still wanted: their count, and (up to 1,000, in hash order) each wanted photo's SHA-256 with the ids of the records naming it (up to 20).
         """,
-        options: [CommonOptions.db, root, CommonOptions.now],
+        options: [CommonOptions.db, root, CommonOptions.now,
+                  .flag("device-ids", help: "Print only the IDs of the devices revoke can name (the other devices not revoked), one per line, and nothing else. The shell completions use it; a missing store is an error, never created.")],
         examples: [Example("Which devices have synced lately?", "peer-sync status --db owner.db | jq '.devices[] | {device, lastSynced}'")]
     )
 
@@ -487,6 +491,12 @@ public enum PeerSyncCommand {
     static func runStatus(_ ctx: ToolContext) throws -> ExitStatus {
         let store = try ctx.store(create: false)
         let me = try store.deviceID
+        if ctx.args.flag(Option.deviceIDs) {
+            for d in try store.devices() where d.deviceID != me && d.revokedAt == nil {
+                try ctx.out.write(d.deviceID + "\n")
+            }
+            return .success
+        }
         let fam = try store.family()
         let devices = try store.devices().map { d -> JSONValue in
             .object([("device", .string(d.deviceID)), ("role", .string(d.role.rawValue)), ("self", .bool(d.deviceID == me)),
@@ -542,6 +552,7 @@ extension PeerSyncCommand {
     public enum Option: String, OptionName {
         case connect
         case db
+        case deviceIDs = "device-ids"
         case events
         case faultInjectProtocolVersion1 = "fault-inject-protocol-version-1"
         case faultInjectSkipPhotoReplies = "fault-inject-skip-photo-replies"
