@@ -215,7 +215,7 @@ final class SyncSession {
         // revocation). The owner moves on to a fresh key above the member's,
         // so no key a revoked device may hold stays in use (§4.6).
         if family.role == .owner, h.epoch > (try store.familyEpoch) {
-            try store.write { try store.rotateFamilyKey(above: h.epoch) }
+            _ = try store.write { try store.rotateFamilyKey(above: h.epoch) }
         }
         // How many records are coming at most, for progress: the peer's changes after where it sends from.
         let peerSendsAfter = continuous ? myRecv : 0
