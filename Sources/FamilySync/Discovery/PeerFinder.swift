@@ -58,7 +58,7 @@ public enum PeerFinder {
 
     /// Races `known` (address and the device last there) against a browse
     /// that keeps what `recognise` accepts (no browse when it is nil).
-    /// Throws `.unavailable` with what was tried when nothing answers.
+    /// Throws `SyncError.nobodyAnswered` with what was tried when nothing answers.
     public static func find(known: [(HostPort, String?)], recognise: Recogniser?, what: String,
                             observer: SyncObserver? = nil) throws -> Connected {
         let started = Deadline.now()
@@ -72,9 +72,9 @@ public enum PeerFinder {
                     let s = try TCPSocket.connect(to: target, timeout: probeTimeout)
                     race.offer(PeerCandidate(address: address, device: device, how: "last address"), s)
                 } catch is SocketError {
-                    race.fail("no peer at \(address) (is 'peer-sync serve' running?)")
-                } catch let e as ToolError {
-                    race.fail(e.message)
+                    race.fail(SyncError(.noPeer, peer: address.description).description)
+                } catch let e as SyncError {
+                    race.fail(e.description)
                 } catch {
                     race.fail("\(address): \(error)")
                 }
@@ -133,8 +133,7 @@ public enum PeerFinder {
                 tried.append("browsed for _family-sync._tcp on \(interfaces.map(\.description).joined(separator: ", ")) for \(browseTime.milliseconds / 1000) s\(others)")
             }
         }
-        throw ToolError(.unavailable, "no \(what) answered after \(String(format: "%.1f", Double(ms) / 1000)) s: tried \(tried.joined(separator: "; and ")). "
-            + "Check that 'peer-sync serve' runs on the owner's device and that both devices are on the same network")
+        throw SyncError(.nobodyAnswered, detail: "no \(what) answered after \(String(format: "%.1f", Double(ms) / 1000)) s: tried \(tried.joined(separator: "; and "))")
     }
 }
 
@@ -152,7 +151,8 @@ public enum LocalNames {
         guard isLocal(address.host) else { return address }
         let ifs = NetworkInterface.current()
         guard let browser = try? MDNSBrowser(interfaces: ifs), let ip = browser.resolve(DNSName(address.host), timeout: resolveTime) else {
-            throw ToolError(.unavailable, "nobody answered for \(address.host) on \(ifs.isEmpty ? "any interface (none is up besides loopback)" : ifs.map(\.description).joined(separator: ", ")) within \(resolveTime.milliseconds / 1000) s (is 'peer-sync serve' running there, on the same network?)")
+            throw SyncError(.localNameUnanswered, peer: address.host,
+                            detail: "on \(ifs.isEmpty ? "any interface (none is up besides loopback)" : ifs.map(\.description).joined(separator: ", ")) within \(resolveTime.milliseconds / 1000) s")
         }
         return HostPort(host: ip, port: address.port)
     }

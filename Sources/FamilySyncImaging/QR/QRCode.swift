@@ -44,13 +44,13 @@ public struct QRCode: Sendable, Equatable {
 
     /// Encodes text in alphanumeric mode only (a pairing offer).
     public static func encode(alphanumeric text: String, level: Level) throws -> QRCode {
-        guard isAlphanumeric(text) else { throw ToolError.internal("text is not QR alphanumeric") }
+        guard isAlphanumeric(text) else { throw ImageError.encodeFailed("text is not QR alphanumeric") }
         return try encode(segments: [.alphanumeric(text)], level: level)
     }
 
     /// Encodes segments in the order given, in the smallest version that holds them.
     public static func encode(segments: [Segment], level: Level) throws -> QRCode {
-        guard let input = QRinput_new2(0, level.c) else { throw ToolError.internal("libqrencode: out of memory") }
+        guard let input = QRinput_new2(0, level.c) else { throw ImageError.encodeFailed("libqrencode: out of memory") }
         defer { QRinput_free(input) }
         for s in segments {
             let rc: Int32
@@ -61,10 +61,10 @@ public struct QRCode: Sendable, Equatable {
             case let .kanji(b): rc = append(input, QR_MODE_KANJI, b)
             case let .eci(n): rc = QRinput_appendECIheader(input, n)
             }
-            guard rc == 0 else { throw ToolError.internal("libqrencode refused a \(s) segment: \(String(cString: strerror(errno)))") }
+            guard rc == 0 else { throw ImageError.encodeFailed("libqrencode refused a \(s) segment: \(String(cString: strerror(errno)))") }
         }
         guard let code = QRcode_encodeInput(input) else {
-            throw ToolError.internal("libqrencode could not encode: \(String(cString: strerror(errno)))")
+            throw ImageError.encodeFailed("libqrencode could not encode: \(String(cString: strerror(errno)))")
         }
         defer { QRcode_free(code) }
         let n = Int(code.pointee.width)
