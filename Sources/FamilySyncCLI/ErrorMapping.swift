@@ -104,6 +104,7 @@ extension ToolError {
     }
 
     static func message(_ e: SyncError, command: [String]) -> String {
+        let tell = { (cause: any Error) in ToolError(cause, command: command).message }
         let words: String
         switch e.kind {
         case .noPeer: words = "\(e.what) (is 'peer-sync serve' running?)"
@@ -111,13 +112,9 @@ extension ToolError {
         case .revoked: words = "\(e.what): \(rejoinAdvice)"
         case .revokedByRoster, .refusedRevoked: words = "\(e.what); \(rejoinAdvice)"
         case .localNameUnanswered: words = "\(e.what) (is 'peer-sync serve' running there, on the same network?)"
-        case .nobodyAnswered: words = "\(e.what). Check that 'peer-sync serve' runs on the owner's device and that both devices are on the same network"
+        case .nobodyAnswered: words = "\(e.words(telling: tell)). Check that 'peer-sync serve' runs on the owner's device and that both devices are on the same network"
         case .notLocalAddress: words = "--listen: \(e.what) (see 'ip -brief address')"
-        case .noPeerCouldSync:
-            words = "no known peer could sync: " + e.causes.map { ToolError($0, command: command).message }.joined(separator: "; ")
-        case .firstSyncFailed:
-            words = "joined family \(e.family ?? ""), but the first sync failed: " + (e.causes.first.map { ToolError($0, command: command).message } ?? "")
-        default: words = e.what
+        default: words = e.words(telling: tell)
         }
         return e.withOutcome(words)
     }

@@ -36,7 +36,7 @@ public enum PeerFinder {
     }
 
     private final class Race: @unchecked Sendable {
-        let lock = Mutex<(winner: Connected?, failures: [String], running: Int, seen: Int)>((nil, [], 0, 0))
+        let lock = Mutex<(winner: Connected?, failures: [String], known: [any Error], running: Int, seen: Int)>((nil, [], [], 0, 0))
         let wake = DispatchSemaphore(value: 0)
 
         var won: Bool { lock.withLock { $0.winner != nil } }
@@ -52,6 +52,8 @@ public enum PeerFinder {
             wake.signal()
         }
         func fail(_ m: String) { lock.withLock { $0.failures.append(m) } }
+        /// A last known address that did not answer.
+        func fail(known e: any Error) { lock.withLock { $0.known.append(e) } }
         func saw() { lock.withLock { $0.seen += 1 } }
         func finish() { lock.withLock { $0.running -= 1 }; wake.signal() }
     }
@@ -72,11 +74,9 @@ public enum PeerFinder {
                     let s = try TCPSocket.connect(to: target, timeout: probeTimeout)
                     race.offer(PeerCandidate(address: address, device: device, how: "last address"), s)
                 } catch is SocketError {
-                    race.fail(SyncError(.noPeer, peer: address.description).description)
-                } catch let e as SyncError {
-                    race.fail(e.description)
+                    race.fail(known: SyncError(.noPeer, peer: address.description))
                 } catch {
-                    race.fail("\(address): \(error)")
+                    race.fail(known: error)
                 }
             }
         }
@@ -120,10 +120,10 @@ public enum PeerFinder {
             if running == 0 { break }
             race.wake.wait()
         }
-        let (failures, seen) = race.lock.withLock { ($0.failures, $0.seen) }
+        let (failures, knownFailures, seen) = race.lock.withLock { ($0.failures, $0.known, $0.seen) }
         let ms = Deadline.now().milliseconds(since: started)
         var tried: [String] = []
-        if !known.isEmpty { tried.append("the last known address\(known.count > 1 ? "es" : "") (\(failures.filter { !$0.contains("discovered") }.joined(separator: "; ")))") }
+        tried += failures.filter { !$0.contains("discovered") }
         if loopbackOnly { tried.append("no browse: every known peer is on this host's loopback") }
         if recognise != nil {
             if interfaces.isEmpty {
@@ -133,7 +133,7 @@ public enum PeerFinder {
                 tried.append("browsed for _family-sync._tcp on \(interfaces.map(\.description).joined(separator: ", ")) for \(browseTime.milliseconds / 1000) s\(others)")
             }
         }
-        throw SyncError(.nobodyAnswered, detail: "no \(what) answered after \(String(format: "%.1f", Double(ms) / 1000)) s: tried \(tried.joined(separator: "; and "))")
+        throw SyncError(.nobodyAnswered, peer: what, detail: String(format: "%.1f", Double(ms) / 1000), causes: knownFailures, notes: tried)
     }
 }
 

@@ -47,7 +47,8 @@ public struct SyncError: Error, CustomStringConvertible, Sendable {
         case cannotResolve
         /// Nobody answered for the `.local` name `peer` (`detail`: where and how long it was asked).
         case localNameUnanswered
-        /// Discovery found nobody (`detail`: what was tried).
+        /// Discovery found no `peer` (what was looked for) in `detail` seconds: the
+        /// last known addresses failed (`causes`), and `notes` says what else was tried.
         case nobodyAnswered
         /// `peer` is a host that is not an address of this machine, to listen on.
         case notLocalAddress
@@ -77,9 +78,10 @@ public struct SyncError: Error, CustomStringConvertible, Sendable {
     public var family: String?
     public var outcome: Outcome
     public var causes: [any Error]
+    public var notes: [String]
 
     public init(_ kind: Kind, peer: String = "", detail: String = "", reason: String? = nil, family: String? = nil,
-                outcome: Outcome = .unsaid, causes: [any Error] = []) {
+                outcome: Outcome = .unsaid, causes: [any Error] = [], notes: [String] = []) {
         self.kind = kind
         self.peer = peer
         self.detail = detail
@@ -87,6 +89,7 @@ public struct SyncError: Error, CustomStringConvertible, Sendable {
         self.family = family
         self.outcome = outcome
         self.causes = causes
+        self.notes = notes
     }
 
     /// The peer could not be reached or did not answer (so another may be tried).
@@ -106,7 +109,10 @@ public struct SyncError: Error, CustomStringConvertible, Sendable {
     }
 
     /// The words for the failure itself, without what it left behind.
-    public var what: String {
+    public var what: String { words { "\($0)" } }
+
+    /// The same, with each cause told by `tell` (the tools tell them with their hints).
+    public func words(telling tell: (any Error) -> String) -> String {
         switch kind {
         case .protocolViolation: return "protocol error from \(peer): \(detail)"
         case .peerReportedError: return "\(peer) reported a protocol error: \(detail)"
@@ -125,12 +131,17 @@ public struct SyncError: Error, CustomStringConvertible, Sendable {
         case .revokedByRoster: return "the family's owner revoked this device at \(detail) (its signed roster says so)"
         case .noOtherDevice: return "this family has no other device yet: pair one first"
         case .notAMember: return "device \(peer) is not a current member of this family"
-        case .noPeerCouldSync: return "no known peer could sync: " + causes.map { "\($0)" }.joined(separator: "; ")
-        case .firstSyncFailed: return "joined family \(family ?? ""), but the first sync failed: \(causes.first.map { "\($0)" } ?? "")"
+        case .noPeerCouldSync: return "no known peer could sync: " + causes.map(tell).joined(separator: "; ")
+        case .firstSyncFailed: return "joined family \(family ?? ""), but the first sync failed: \(causes.first.map(tell) ?? "")"
         case .wrongFamily: return "protocol error from \(peer): WELCOME names family \(detail), not the offer's \(family ?? "")"
         case .cannotResolve: return "cannot resolve \(peer): \(detail)"
         case .localNameUnanswered: return "nobody answered for \(peer) \(detail)"
-        case .nobodyAnswered: return detail
+        case .nobodyAnswered:
+            var tried = notes
+            if !causes.isEmpty {
+                tried.insert("the last known address\(causes.count > 1 ? "es" : "") (\(causes.map(tell).joined(separator: "; ")))", at: 0)
+            }
+            return "no \(peer) answered after \(detail) s: tried \(tried.joined(separator: "; and "))"
         case .notLocalAddress: return "\(peer) is not an address of this machine"
         case .cannotListen: return "cannot listen on \(peer): \(detail)"
         case .acceptFailed: return "stopped accepting connections: \(detail)"
