@@ -174,9 +174,7 @@ public final class SyncClient {
         do {
             switch f.type {
             case .busy:
-                // A missing or unreadable hint counts as none: our own backoff decides.
-                let ms = (try? FieldReader(f).int("retryAfterMs", max: Int64.max)) ?? 0
-                return .busy(retryAfter: TimeSpan(milliseconds: ms))
+                return .busy(retryAfter: BusyReply.retryAfter(f))
             case .refused:
                 return .refused(try RefusalMessage(f))
             default:
@@ -346,19 +344,5 @@ public final class SyncClient {
                 throw SyncError(.firstSyncFailed, family: fam.id, causes: [error])
             }
         }
-    }
-}
-
-/// How long a client waits before trying a busy peer again (docs/protocol.md
-/// §7.10): the longer of its own backoff (0.5 s, doubling to 8 s) and the
-/// server's `retryAfterMs` (heeded up to 60 s), never past the deadline.
-struct BusyBackoff {
-    private(set) var backoff = SyncLimits.busyRetryFirst
-
-    mutating func pause(retryAfter: TimeSpan, until giveUp: Deadline) -> TimeSpan {
-        let hint = min(max(retryAfter.milliseconds, 0), SyncLimits.busyRetryAfterCap.milliseconds)
-        let wait = max(backoff.milliseconds, hint)
-        backoff = TimeSpan(milliseconds: min(backoff.milliseconds * 2, SyncLimits.busyRetryCap.milliseconds))
-        return TimeSpan(milliseconds: min(wait, Int64(giveUp.remainingMilliseconds) + 1))
     }
 }

@@ -191,7 +191,7 @@ final class SerializedObserver: @unchecked Sendable {
 /// The pre-authentication half of the server: accepting, handshakes,
 /// identity decisions, notices. Shared by the acceptor and the handshake
 /// threads: `reader` is used only under `readerLock`; the observer is
-/// serialized; the pool, slot and handoff are thread-safe.
+/// serialized; the pool, slot (BusyReply.swift) and handoff are thread-safe.
 final class ServerGate: @unchecked Sendable {
     let context: TLSContext
     let pool = PreAuthPool()
@@ -325,9 +325,7 @@ final class ServerGate: @unchecked Sendable {
         defer { pool.leave(entry) }
         if busy {
             emit("busy", [("from", .string(from))])
-            ServerGate.sendNotice(.busy, .object([("retryAfterMs", .int(SyncLimits.busyRetryHint.milliseconds)),
-                                                  ("message", .string("this device is syncing with another one"))]),
-                                  on: channel, deadline: noticeDeadline)
+            ServerGate.sendNotice(.busy, BusyReply.json(), on: channel, deadline: noticeDeadline)
             return
         }
         let r: RefusalMessage
