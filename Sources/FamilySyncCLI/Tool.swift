@@ -49,8 +49,10 @@ public final class ToolContext {
     /// What the tool says of `error` and the status it exits with (`ErrorMapping.swift`).
     public func failure(_ error: any Error) -> ToolError { ToolError(error, command: args.commandPath) }
 
-    /// A diagnostic on stderr as `tool: message`.
+    /// A diagnostic on stderr as `tool: message`, on a line of its own: a
+    /// progress line being shown is cleared first (the next redraw brings it back).
     public func warn(_ message: String) {
+        if showsProgress { line.clear() }
         StandardStreams.writeError("\(name): \(message)\n")
     }
 
