@@ -110,7 +110,7 @@ extension Store {
             while try pick.step() {
                 guard !ids.contains(pick.text(1)) else { continue }
                 gone.append(pick.int64(0))
-                pick.withBytes(1) { id in pick.withBytes(2) { digest.subtract(.init(id: id, line: $0, scratch: &scratch)) } }
+                pick.withBytes(1) { id in pick.withBytes(2) { digest.subtract(.init(id: id, line: $0, scratch: scratch)) } }
             }
         }
         pick.reset()

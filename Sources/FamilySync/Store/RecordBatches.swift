@@ -89,7 +89,7 @@ extension Store {
                 // Else the row changed meanwhile: its newer version stands.
                 guard try held.step() else { continue }
                 let id = held.blob(0)
-                held.withBytes(1) { line in id.withUnsafeBytes { digest.subtract(.init(id: $0, line: line, scratch: &scratch)) } }
+                held.withBytes(1) { line in id.withUnsafeBytes { digest.subtract(.init(id: $0, line: line, scratch: scratch)) } }
                 held.reset()
                 try u.bind(.int(r.time), at: 1)
                 try r.line.withUnsafeBytes { try u.bindText($0, at: 2) }
@@ -98,7 +98,7 @@ extension Store {
                 try u.bind(.int(r.seq), at: 5)
                 _ = try u.step()
                 u.reset()
-                id.withUnsafeBytes { id in r.line.withUnsafeBytes { digest.add(.init(id: id, line: $0, scratch: &scratch)) } }
+                id.withUnsafeBytes { id in r.line.withUnsafeBytes { digest.add(.init(id: id, line: $0, scratch: scratch)) } }
                 seq += 1
             }
         }

@@ -64,17 +64,43 @@ struct RecordDigestSum: Equatable {
         fileprivate var l0: UInt64 = 0, l1: UInt64 = 0, l2: UInt64 = 0, l3: UInt64 = 0
 
         /// `id` is the record's id as stored (UTF-8, unescaped); `scratch` is reused between calls.
-        init(id: UnsafeRawBufferPointer, line: UnsafeRawBufferPointer, scratch: inout [UInt8]) {
-            scratch.removeAll(keepingCapacity: true)
-            scratch.append(contentsOf: id)
-            scratch.append(0)
-            scratch.append(contentsOf: line)
-            scratch.append(0x0A)
+        init(id: UnsafeRawBufferPointer, line: UnsafeRawBufferPointer, scratch: TermScratch) {
+            scratch.bytes.removeAll(keepingCapacity: true)
+            scratch.bytes.append(contentsOf: id)
+            scratch.bytes.append(0)
+            scratch.bytes.append(contentsOf: line)
+            scratch.bytes.append(0x0A)
             var h: (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0)
-            withUnsafeMutableBytes(of: &h) { out in
-                scratch.withUnsafeBufferPointer { _ = COpenSSL.SHA256($0.baseAddress, $0.count, out.baseAddress!.assumingMemoryBound(to: UInt8.self)) }
-            }
+            withUnsafeMutableBytes(of: &h) { scratch.hashBytes(into: $0) }
             (l3, l2, l1, l0) = withUnsafeBytes(of: &h) { RecordDigestSum.limbs(bigEndian: $0) }
+        }
+    }
+}
+
+/// What computing terms needs, made once per batch of writes and reused:
+/// a buffer, and a SHA-256 context with the algorithm fetched once (the
+/// one-shot call looks the algorithm up again on every use, which cost as
+/// much as hashing a record line).
+final class TermScratch {
+    fileprivate var bytes: [UInt8] = []
+    private let md: OpaquePointer
+    private let ctx: OpaquePointer
+
+    init() {
+        md = EVP_MD_fetch(nil, "SHA256", nil)!
+        ctx = EVP_MD_CTX_new()!
+    }
+    deinit {
+        EVP_MD_CTX_free(ctx)
+        EVP_MD_free(md)
+    }
+
+    fileprivate func hashBytes(into out: UnsafeMutableRawBufferPointer) {
+        var n: UInt32 = 0
+        bytes.withUnsafeBufferPointer { b in
+            EVP_DigestInit_ex2(ctx, md, nil)
+            EVP_DigestUpdate(ctx, b.baseAddress, b.count)
+            EVP_DigestFinal_ex(ctx, out.baseAddress!.assumingMemoryBound(to: UInt8.self), &n)
         }
     }
 }
@@ -96,7 +122,7 @@ extension Store {
     func storedRecordDigest() throws -> RecordDigestSum {
         guard let text = try meta(Store.recordDigestKey) else { return try computeRecordDigest() }
         guard let sum = RecordDigestSum(hex: text) else {
-            throw ToolError(.dataError, "store \(path): meta '\(Store.recordDigestKey)' is not a 64-digit hex digest")
+            throw StoreError(.inconsistent, path: path, detail: "store \(path): meta '\(Store.recordDigestKey)' is not a 64-digit hex digest")
         }
         return sum
     }
@@ -107,21 +133,20 @@ extension Store {
     }
 
     /// Reads the kept digest, lets `body` adjust it, and stores it. Call inside `write`.
-    func adjustRecordDigest<T>(_ body: (inout RecordDigestSum, inout [UInt8]) throws -> T) throws -> T {
+    func adjustRecordDigest<T>(_ body: (inout RecordDigestSum, TermScratch) throws -> T) throws -> T {
         var sum = try storedRecordDigest()
-        var scratch: [UInt8] = []
-        let v = try body(&sum, &scratch)
+        let v = try body(&sum, TermScratch())
         try setStoredRecordDigest(sum)
         return v
     }
 
     func computeRecordDigest() throws -> RecordDigestSum {
         var sum = RecordDigestSum()
-        var scratch: [UInt8] = []
+        let scratch = TermScratch()
         let s = try db.prepare("SELECT id, line FROM records")
         defer { s.reset() }
         while try s.step() {
-            s.withBytes(0) { id in s.withBytes(1) { line in sum.add(.init(id: id, line: line, scratch: &scratch)) } }
+            s.withBytes(0) { id in s.withBytes(1) { line in sum.add(.init(id: id, line: line, scratch: scratch)) } }
         }
         return sum
     }

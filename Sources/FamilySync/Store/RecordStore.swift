@@ -228,7 +228,18 @@ final class RecordApplier {
     let store: Store
     let db: Database
     let select: Statement, insert: Statement, update: Statement
-    let deletePhotos: Statement, insertPhoto: Statement
+    /// Prepared on first use: most batches name no photos and edit nothing
+    /// locally, and a session's process prepares each statement afresh.
+    private var deletePhotosStatement: Statement?, insertPhotoStatement: Statement?, selectHeldStatement: Statement?
+    private func statement(_ cached: inout Statement?, _ sql: String) throws -> Statement {
+        if let s = cached { return s }
+        let s = try db.prepare(sql)
+        cached = s
+        return s
+    }
+    private var deletePhotos: Statement { get throws { try statement(&deletePhotosStatement, "DELETE FROM record_photos WHERE record = ?") } }
+    private var insertPhoto: Statement { get throws { try statement(&insertPhotoStatement, "INSERT OR IGNORE INTO record_photos (sha256, record) VALUES (?, ?)") } }
+    private var selectHeld: Statement { get throws { try statement(&selectHeldStatement, "SELECT type, line FROM records WHERE id = ?") } }
     let now: Timestamp
     let clampLimit: Int64
     /// This device's id, when applying local edits.
@@ -237,12 +248,11 @@ final class RecordApplier {
     var purgeFloor: Int64?
     /// A local delete that named only its id: the held record's type, for its line.
     private var heldType: [UInt8]?
-    private let selectHeld: Statement
     var seq: Int64
     var summary = ApplySummary()
     /// The record-state digest, kept current row by row (RecordStateDigest.swift).
     private var digest: RecordDigestSum
-    private var digestScratch: [UInt8] = []
+    private let digestScratch = TermScratch()
     /// Change numbers whose replacement is reported in `summary.displaced`.
     var watching: ClosedRange<Int64>?
     private var scratch: [UInt8] = []
@@ -259,9 +269,6 @@ final class RecordApplier {
             UPDATE records SET type = ?2, modified_at = ?3, device_id = ?4, deleted = ?5, line = ?6, seq = ?7, photo_count = ?8
             WHERE rid = ?1
             """)
-        deletePhotos = try db.prepare("DELETE FROM record_photos WHERE record = ?")
-        selectHeld = try db.prepare("SELECT type, line FROM records WHERE id = ?")
-        insertPhoto = try db.prepare("INSERT OR IGNORE INTO record_photos (sha256, record) VALUES (?, ?)")
         self.now = now
         clampLimit = LWW.clamp(Timestamp.latest, now: now).milliseconds
         me = stamping ? Array(try store.deviceID.utf8) : nil
@@ -375,7 +382,7 @@ final class RecordApplier {
                     // The held version leaves the digest (the incoming one joins it in writeRow).
                     let ln = Int(sqlite3_column_bytes(select.stmt, 6))
                     digest.subtract(.init(id: UnsafeRawBufferPointer(start: idp, count: idn), line: UnsafeRawBufferPointer(start: lp, count: ln),
-                                          scratch: &digestScratch))
+                                          scratch: digestScratch))
                 }
                 sqlite3_reset(select.stmt)
                 if decision.takeRemote {
@@ -384,9 +391,10 @@ final class RecordApplier {
                     seq += 1
                     if let w = watching, w.contains(heldSeq) { summary.displaced.append(rid) }
                     if heldPhotos > 0 {
-                        sqlite3_bind_int64(deletePhotos.stmt, 1, rid)
-                        let rc = sqlite3_step(deletePhotos.stmt)
-                        sqlite3_reset(deletePhotos.stmt)
+                        let dp = try deletePhotos
+                        sqlite3_bind_int64(dp.stmt, 1, rid)
+                        let rc = sqlite3_step(dp.stmt)
+                        sqlite3_reset(dp.stmt)
                         if rc != SQLITE_DONE { try db.check(rc, "updating photo references") }
                     }
                 }
@@ -400,11 +408,12 @@ final class RecordApplier {
                 return
             }
             if photoCount > 0 {
+                let ip = try insertPhoto
                 try RecordScanner.forEachPhoto(base, r) { h in
-                    try bindText(insertPhoto, 1, h, 64)
-                    sqlite3_bind_int64(insertPhoto.stmt, 2, rid)
-                    let rc = sqlite3_step(insertPhoto.stmt)
-                    sqlite3_reset(insertPhoto.stmt)
+                    try bindText(ip, 1, h, 64)
+                    sqlite3_bind_int64(ip.stmt, 2, rid)
+                    let rc = sqlite3_step(ip.stmt)
+                    sqlite3_reset(ip.stmt)
                     if rc != SQLITE_DONE { try db.check(rc, "recording photo references") }
                 }
             }
@@ -418,6 +427,7 @@ final class RecordApplier {
 
     /// The type and line held for an id, if any.
     private func heldVersion(_ idp: UnsafePointer<UInt8>, _ idn: Int) throws -> (type: [UInt8], line: [UInt8])? {
+        let selectHeld = try self.selectHeld
         try bindText(selectHeld, 1, idp, idn)
         defer { sqlite3_reset(selectHeld.stmt) }
         let rc = sqlite3_step(selectHeld.stmt)
@@ -468,7 +478,7 @@ final class RecordApplier {
                     if rc != SQLITE_DONE { try db.check(rc, "writing a record") }
                     guard sqlite3_changes(db.handle) > 0 else { return false }
                     digest.add(.init(id: UnsafeRawBufferPointer(start: idp, count: idn), line: UnsafeRawBufferPointer(start: lineP, count: lineN),
-                                     scratch: &digestScratch))
+                                     scratch: digestScratch))
                     return true
                 }
             }

@@ -142,7 +142,7 @@ extension Store {
                         while try purge.step() {
                             n += 1
                             latest = max(latest, purge.int64(0))
-                            purge.withBytes(1) { id in purge.withBytes(2) { digest.subtract(.init(id: id, line: $0, scratch: &scratch)) } }
+                            purge.withBytes(1) { id in purge.withBytes(2) { digest.subtract(.init(id: id, line: $0, scratch: scratch)) } }
                         }
                     }
                     if n > 0 { try raisePurgeFloor(to: Timestamp(milliseconds: latest)) }
