@@ -37,13 +37,16 @@ public enum JPEGCodec {
     }
 
     /// Encodes gray (1 component) or RGB (3) pixels; for tests and the benchmark corpus.
-    public static func encode(pixels: [UInt8], width: Int, height: Int, components: Int = 1, quality: Int, progressive: Bool = false) throws -> [UInt8] {
+    /// With `maxOutputBytes`, an encode whose output would grow past it fails.
+    public static func encode(pixels: [UInt8], width: Int, height: Int, components: Int = 1, quality: Int, progressive: Bool = false,
+                              maxOutputBytes: Int? = nil) throws -> [UInt8] {
         precondition(pixels.count == width * height * components)
         var out: UnsafeMutablePointer<UInt8>?
         var size: UInt = 0
         var message = [CChar](repeating: 0, count: 256)
         let rc = pixels.withUnsafeBufferPointer {
-            fs_jpeg_encode($0.baseAddress, Int32(width), Int32(height), Int32(components), Int32(quality), progressive ? 1 : 0, &out, &size, &message, message.count)
+            fs_jpeg_encode($0.baseAddress, Int32(width), Int32(height), Int32(components), Int32(quality), progressive ? 1 : 0,
+                           UInt(max(0, maxOutputBytes ?? 0)), &out, &size, &message, message.count)
         }
         defer { free(out) }
         guard rc == 0, let out else {
