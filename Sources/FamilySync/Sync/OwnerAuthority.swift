@@ -186,7 +186,7 @@ extension Store {
         let wasRevoked = try isSelfRevoked
         let listed = Set(statement.devices.map(\.device))
         for d in try devices() where !listed.contains(d.deviceID) && d.deviceID != me {
-            try db.run("DELETE FROM devices WHERE device_id = ?", [.text(d.deviceID)])
+            try forgetDeviceInTransaction(d.deviceID)
         }
         for e in statement.devices {
             try mergeRosterEntry(device: e.device, role: e.role, joinedAt: e.joinedAt, revokedAt: e.revokedAt, name: e.name, authoritative: true)
@@ -203,8 +203,8 @@ extension Store {
     /// with the owner's purge floor applied), no acknowledgements. Call inside
     /// `write`, with the transaction that stores the new keys.
     func prepareRejoin() throws {
-        try db.run("UPDATE devices SET revoked_at = NULL WHERE device_id = ?", [.text(try deviceID)])
-        try db.run("UPDATE devices SET sent_seq = 0, recv_seq = 0")
+        try clearSelfRevocationInTransaction()
+        try resetAllCursorsInTransaction()
         try setMeta("acked_by_all", nil)
         try setMeta("acked_waiting_for", nil)
     }
