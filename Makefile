@@ -2,6 +2,8 @@
 SWIFT ?= swift
 PREFIX ?= /usr/local
 TOOLS := jws-verify pair-qr pair-scan merge-records peer-sync tombstone-gc
+UNITS := peer-sync.service tombstone-gc.service tombstone-gc.timer
+UNITDIR ?= $(PREFIX)/lib/systemd/user
 # Release tools link the Swift runtime and Foundation statically: a tool that
 # runs at every app launch (jws-verify) starts in a few milliseconds instead of
 # loading some thirty shared libraries first.
@@ -9,7 +11,7 @@ RELEASE_FLAGS := -c release --static-swift-stdlib
 RELEASE_BIN = $(shell $(SWIFT) build $(RELEASE_FLAGS) --show-bin-path 2>/dev/null)
 DEBUG_BIN = $(shell $(SWIFT) build --show-bin-path 2>/dev/null)
 
-.PHONY: all build deps test-deps bench-deps demo test c-warnings test-asan test-tsan fuzz bench man install uninstall clean
+.PHONY: all build deps test-deps bench-deps demo test c-warnings check-dependent test-asan test-tsan fuzz bench man install install-units uninstall clean
 
 all: build
 
@@ -30,6 +32,9 @@ deps:
 
 test-deps: deps
 	$(call apt_install,packages/apt-test.txt)
+	@test -x .build/test-venv/bin/python || python3 -m venv .build/test-venv
+	@.build/test-venv/bin/pip install -q --disable-pip-version-check -r packages/pip-test.txt \
+	    || echo "make: pip could not install packages/pip-test.txt; the tests that need it are skipped and say why"
 
 bench-deps: test-deps
 	$(call apt_install,packages/apt-bench.txt)
@@ -62,6 +67,10 @@ c-warnings: deps
 	@for f in $(CXX_SOURCES); do \
 	    $${CXX:-c++} -std=c++17 -Wall -Wextra -Werror -fsyntax-only -ISources/ZXingBridge/include $$(pkg-config --cflags zxing) $$f || exit 1; \
 	done
+
+# A package depending on the FamilySync library builds (slow: not part of test).
+check-dependent: deps
+	@bash scripts/check-dependent.sh
 
 # The test suite under AddressSanitizer (with LeakSanitizer) and under
 # ThreadSanitizer, each in its own build folder (.build/asan, .build/tsan) so
@@ -104,12 +113,21 @@ install: build
 	    install -m 644 completions/fish/$$t.fish $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d/$$t.fish; \
 	done
 	install -m 644 man/man7/family-sync.7 $(DESTDIR)$(PREFIX)/share/man/man7/family-sync.7
+	$(MAKE) --no-print-directory install-units
+
+# systemd user units: peer-sync serve as a service, tombstone-gc on a daily timer.
+install-units:
+	install -d $(DESTDIR)$(UNITDIR)
+	for u in $(UNITS); do \
+	    sed 's|@BINDIR@|$(PREFIX)/bin|g' systemd/$$u > $(DESTDIR)$(UNITDIR)/$$u && chmod 644 $(DESTDIR)$(UNITDIR)/$$u; \
+	done
 
 uninstall:
 	for t in $(TOOLS); do rm -f $(DESTDIR)$(PREFIX)/bin/$$t $(DESTDIR)$(PREFIX)/share/man/man1/$$t.1 \
 	    $(DESTDIR)$(PREFIX)/share/bash-completion/completions/$$t $(DESTDIR)$(PREFIX)/share/zsh/site-functions/_$$t \
 	    $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d/$$t.fish; done
 	rm -f $(DESTDIR)$(PREFIX)/share/man/man7/family-sync.7
+	for u in $(UNITS); do rm -f $(DESTDIR)$(UNITDIR)/$$u; done
 
 clean:
 	$(SWIFT) package clean

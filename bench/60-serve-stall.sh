@@ -21,7 +21,7 @@ cleanup() {
 }
 trap cleanup EXIT
 now() { echo "$EPOCHREALTIME"; }
-ms() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f", (b - a) * 1000 }'; }
+ms() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f\n", (b - a) * 1000 }'; }
 median() { sort -n | awk '{ v[NR] = $1 } END { print (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2) }'; }
 
 # The owner (with a few records) serves; one member joins to sync with.
@@ -42,8 +42,7 @@ addr=127.0.0.1:$port
 
 # Holds N stalled connections open until killed: idle ones, then ones that
 # sent the first part of a ClientHello record. Prints "ready" once all are open.
-stall() {
-    python3 - "$port" "$1" "$2" <<'PY'
+cat > "$work/stall.py" <<'PY'
 import socket, sys, time
 port, idle, partial = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
 held = []
@@ -55,10 +54,10 @@ for i in range(idle + partial):
 print("ready", flush=True)
 time.sleep(3600)
 PY
-}
 start_stall() {
     rm -f "$work/stall.ready"
-    stall "$1" "$2" > "$work/stall.ready" &
+    # python3 itself in the background, so $! is the process that holds the sockets.
+    python3 "$work/stall.py" "$port" "$1" "$2" > "$work/stall.ready" &
     stall_pid=$!
     pids+=("$stall_pid")
     for _ in $(seq 500); do grep -q ready "$work/stall.ready" 2> /dev/null && return 0; sleep 0.01; done

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The household of DESIGN.md, end to end on loopback, in a temporary folder.
+# The household of docs/design.md §1, end to end on loopback, in a temporary folder.
 # $1: the folder holding the release tools.
 set -euo pipefail
 bin=${1:?usage: scripts/demo.sh BIN_DIR}

@@ -8,11 +8,11 @@ public struct ParsedArguments: Sendable {
     var values: [String: [String]] = [:]
     public var positionals: [String] = []
 
-    public func flag(_ long: String) -> Bool { values[long] != nil }
+    func flag(_ long: String) -> Bool { values[long] != nil }
     /// The option's value (the last one given), or its declared default.
-    public func value(_ long: String) -> String? { values[long]?.last }
-    public func values(_ long: String) -> [String] { values[long] ?? [] }
-    public func isSet(_ long: String) -> Bool { values[long] != nil }
+    func value(_ long: String) -> String? { values[long]?.last }
+    func values(_ long: String) -> [String] { values[long] ?? [] }
+    func isSet(_ long: String) -> Bool { values[long] != nil }
 
     /// The value of the positional argument declared as `name`.
     public func argument(_ name: String) -> String? { arguments(name).first }
@@ -30,8 +30,10 @@ public struct ParsedArguments: Sendable {
     }
 
     // MARK: Typed values; a bad one is a usage error naming the option.
+    // Lookups by name stay inside this module: commands ask through their
+    // `OptionName` cases (OptionName.swift).
 
-    public func timestamp(_ long: String) throws -> Timestamp? {
+    func timestamp(_ long: String) throws -> Timestamp? {
         guard let v = value(long) else { return nil }
         guard let t = Timestamp(rfc3339: v) else {
             throw ToolError.usage("--\(long): '\(v)' is not an RFC 3339 time (like 2026-11-30T10:00:00Z)")
@@ -40,7 +42,7 @@ public struct ParsedArguments: Sendable {
     }
 
     /// A duration option; zero is refused unless `allowZero` (then a bare `0` is accepted too).
-    public func timeSpan(_ long: String, default d: TimeSpan, allowZero: Bool = false) throws -> TimeSpan {
+    func timeSpan(_ long: String, default d: TimeSpan, allowZero: Bool = false) throws -> TimeSpan {
         guard let v = value(long) else { return d }
         if allowZero && v == "0" { return TimeSpan(milliseconds: 0) }
         switch TimeSpan.parse(v) {
@@ -53,7 +55,7 @@ public struct ParsedArguments: Sendable {
         }
     }
 
-    public func int(_ long: String, default d: Int, range: ClosedRange<Int>) throws -> Int {
+    func int(_ long: String, default d: Int, range: ClosedRange<Int>) throws -> Int {
         guard let v = value(long) else { return d }
         guard let n = Int(v), range.contains(n) else {
             throw ToolError.usage("--\(long): '\(v)' is not a whole number from \(range.lowerBound) to \(range.upperBound)")
@@ -61,7 +63,7 @@ public struct ParsedArguments: Sendable {
         return n
     }
 
-    public func choice(_ long: String, default d: String) throws -> String {
+    func choice(_ long: String, default d: String) throws -> String {
         guard let v = value(long) else { return d }
         if let spec = spec.option(named: long), case let .values(allowed) = spec.completion, !allowed.contains(v) {
             throw ToolError.usage("--\(long): '\(v)' is not one of \(allowed.joined(separator: ", "))")

@@ -6,7 +6,7 @@ import FamilySync
 public enum ProofRoots {
     /// The certificates of `--root`, or nil when none was given.
     public static func given(_ ctx: ToolContext) throws -> [X509Certificate]? {
-        let paths = ctx.args.values("root")
+        let paths = ctx.args.values(SharedOption.root)
         return paths.isEmpty ? nil : try TrustAnchors.load(paths: paths)
     }
 

@@ -15,18 +15,18 @@ public final class ToolContext {
     init(name: String, args: ParsedArguments) throws {
         self.name = name
         self.args = args
-        self.now = try args.timestamp("now") ?? Timestamp.current()
-        self.quiet = args.flag("quiet")
-        if args.value("db") == "" { throw ToolError.usage("--db: the path is empty") }
+        self.now = try args.timestamp(SharedOption.now) ?? Timestamp.current()
+        self.quiet = args.flag(SharedOption.quiet)
+        if args.value(SharedOption.db) == "" { throw ToolError.usage("--db: the path is empty") }
     }
 
     /// The store path from `--db`, `$FAMILY_SYNC_DB` or the per-user default.
-    public var storePath: String { args.value("db") ?? Store.defaultPath() }
+    public var storePath: String { args.value(SharedOption.db) ?? Store.defaultPath() }
 
     /// Whether a store was named, by `--db` or by `$FAMILY_SYNC_DB`: a tool
     /// with a store mode and a storeless one takes either as the store mode.
     public var storeNamed: Bool {
-        args.isSet("db") || !(ProcessInfo.processInfo.environment["FAMILY_SYNC_DB"] ?? "").isEmpty
+        args.isSet(SharedOption.db) || !(ProcessInfo.processInfo.environment["FAMILY_SYNC_DB"] ?? "").isEmpty
     }
 
     /// Opens (creating on first use) the store, once.
@@ -99,13 +99,13 @@ public enum Tool {
         do {
             let args = try ArgumentParser.parse(arguments, spec: spec)
             parsed = args
-            if args.flag("help") {
+            if args.flag(SharedOption.help) {
                 try out.write(HelpText.render(args.spec, path: args.commandPath))
-            } else if args.flag("version") {
+            } else if args.flag(SharedOption.version) {
                 try out.write("\(name) (family-sync) \(FamilySyncInfo.version)\n")
-            } else if args.isSet("generate-manpage") {
+            } else if args.isSet(SharedOption.generateManpage) {
                 try out.write(ManPage.render(spec))
-            } else if let shell = args.value("generate-completion") {
+            } else if let shell = args.value(SharedOption.generateCompletion) {
                 try out.write(Completions.render(spec, shell: shell) ?? "")
             } else {
                 let ctx = try ToolContext(name: name, args: args)

@@ -13,11 +13,11 @@ enum CLIFuzzEntries {
         let argv = data.dropFirst().split(separator: 0, omittingEmptySubsequences: false).map { String(decoding: $0, as: UTF8.self) }
         guard let args = try? ArgumentParser.parse(argv, spec: spec) else { return }
         for opt in args.spec.allOptions where opt.takesValue {
-            _ = try? args.timestamp(opt.long)
-            _ = try? args.timeSpan(opt.long, default: .seconds(1))
-            _ = try? args.int(opt.long, default: 0, range: 0...Int.max)
-            _ = try? args.choice(opt.long, default: "")
-            _ = args.values(opt.long)
+            _ = try? args.timestamp(opt)
+            _ = try? args.timeSpan(opt, default: .seconds(1))
+            _ = try? args.int(opt, default: 0, range: 0...Int.max)
+            _ = try? args.choice(opt, default: "")
+            _ = args.values(opt)
         }
         for a in args.spec.arguments { _ = args.arguments(a.name) }
     }

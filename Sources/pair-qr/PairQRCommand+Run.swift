@@ -7,20 +7,20 @@ import FamilySyncImaging
 extension PairQRCommand {
     public static func run(_ ctx: ToolContext) throws -> ExitStatus {
         let a = ctx.args
-        let drawing = ["ttl", "addr", "output", "format", "size", "margin", "level"].filter { a.isSet($0) }
-        if a.flag("list") || a.isSet("close") {
-            if a.flag("list") && a.isSet("close") { throw ToolError.usage("--list and --close cannot be combined") }
-            if let first = drawing.first { throw ToolError.usage("--\(first) makes no sense with --\(a.flag("list") ? "list" : "close")") }
+        let drawing = [Option.ttl, .addr, .output, .format, .size, .margin, .level].filter { a.isSet($0) }.map(\.rawValue)
+        if a.flag(Option.list) || a.isSet(Option.close) {
+            if a.flag(Option.list) && a.isSet(Option.close) { throw ToolError.usage("--list and --close cannot be combined") }
+            if let first = drawing.first { throw ToolError.usage("--\(first) makes no sense with --\(a.flag(Option.list) ? "list" : "close")") }
         }
-        if a.flag("list") {
+        if a.flag(Option.list) {
             for offer in try ctx.store(create: false).openOffers(now: ctx.now) { try ctx.out.writeLine(offer.json) }
             return .success
         }
-        if let target = a.value("close") { return try closeOffers(target, ctx) }
+        if let target = a.value(Option.close) { return try closeOffers(target, ctx) }
 
-        let ttl = try a.timeSpan("ttl", default: PairingOffer.defaultTTL)
+        let ttl = try a.timeSpan(Option.ttl, default: PairingOffer.defaultTTL)
         guard ttl <= PairingOffer.maxTTL else { throw ToolError.usage("--ttl: \(ttl) is longer than the \(PairingOffer.maxTTL) an offer may stay open") }
-        let address = a.value("addr")
+        let address = a.value(Option.addr)
         if let address {
             try PairingOffer.validateAddress(address)
             // The longest offer text this address can make, checked before the store is touched.
@@ -30,14 +30,14 @@ extension PairQRCommand {
                 throw ToolError.usage("--addr: '\(address)' makes the offer longer than \(PairingOffer.maxTextLength) characters")
             }
         }
-        let size = try a.int("size", default: QRRenderer.defaultModuleSize, range: QRRenderer.moduleSizeRange)
-        let margin = try a.int("margin", default: QRRenderer.defaultMargin, range: QRRenderer.marginRange)
-        let level = QRCode.Level(rawValue: try a.choice("level", default: "M")) ?? .M
-        let output = a.value("output")
-        let format = try chooseFormat(a.value("format"), output: output)
+        let size = try a.int(Option.size, default: QRRenderer.defaultModuleSize, range: QRRenderer.moduleSizeRange)
+        let margin = try a.int(Option.margin, default: QRRenderer.defaultMargin, range: QRRenderer.marginRange)
+        let level = QRCode.Level(rawValue: try a.choice(Option.level, default: "M")) ?? .M
+        let output = a.value(Option.output)
+        let format = try chooseFormat(a.value(Option.format), output: output)
 
         let store = try ctx.store()
-        let offer = try store.makeOffer(ttl: ttl, address: address, now: ctx.now)
+        let offer = try store.makeOffer(ttl: ttl, address: try address ?? defaultAddress(store), now: ctx.now)
         do {
             let code = try QRCode.encode(alphanumeric: offer.text, level: level)
             let r = QRRenderer(code: code, margin: margin, moduleSize: size)
@@ -61,6 +61,18 @@ extension PairQRCommand {
         }
         try ctx.out.writeLine(offer.json)
         return .success
+    }
+
+    /// Without --addr, an offer carries where this store's `peer-sync serve`
+    /// listens (a wildcard listener: this host's primary address, on its
+    /// port), else the primary address on the default port; never nothing.
+    static func defaultAddress(_ store: Store) throws -> String {
+        let served = try store.serveAddress.flatMap(HostPort.init(parsing:))
+        if let served, !["0.0.0.0", "::", "*"].contains(served.host) { return "\(served.host):\(served.port)" }
+        guard let host = NetworkInterface.primaryAddress() else {
+            throw ToolError.usage("this device has no network address besides loopback to put in the offer: give --addr HOST:PORT")
+        }
+        return "\(host):\(served?.port ?? SyncLimits.defaultPort)"
     }
 
     static func chooseFormat(_ given: String?, output: String?) throws -> String {

@@ -15,8 +15,8 @@ extension PairScanCommand {
         var files = ctx.args.arguments("FILE")
         if files.isEmpty { files = ["-"] }
         if files.filter({ $0 == "-" }).count > 1 { throw ToolError.usage("standard input (-) can be read only once") }
-        let chosen = [("raw", Output.raw), ("bytes", .bytes), ("json", .json)].filter { ctx.args.flag($0.0) }
-        if chosen.count > 1 { throw ToolError.usage("--\(chosen[0].0) and --\(chosen[1].0) cannot be used together") }
+        let chosen = [(Option.raw, Output.raw), (.bytes, .bytes), (.json, .json)].filter { ctx.args.flag($0.0) }
+        if chosen.count > 1 { throw ToolError.usage("--\(chosen[0].0.rawValue) and --\(chosen[1].0.rawValue) cannot be used together") }
         let output = chosen.first?.1 ?? .offer
         let reader = QRReader()
         var status = ExitStatus.success

@@ -1,19 +1,33 @@
-import COpenSSL
+import Glibc
 
-/// Bytes from OpenSSL's CSPRNG (seeded from the OS). Fails closed: no
-/// randomness, no nonce.
+/// The one source of random bytes (keys, nonces, IDs): straight from the
+/// kernel's CSPRNG through getentropy(3), which is getrandom(2). It blocks
+/// only until the pool is first seeded, keeps no state of its own to go
+/// wrong across a fork, and fails closed: no randomness, no key.
 public func secureRandomBytes(_ count: Int) throws -> [UInt8] {
     var out = [UInt8](repeating: 0, count: count)
-    guard RAND_bytes(&out, Int32(count)) == 1 else { throw OpenSSLError("RAND_bytes") }
+    try out.withUnsafeMutableBytes { try fillSecureRandom($0) }
     return out
 }
 
-extension SecretBytes {
-    /// `count` bytes from OpenSSL's CSPRNG, drawn straight into their owner.
-    public static func random(count: Int) throws -> SecretBytes {
-        try SecretBytes(count: count) { out in
-            guard RAND_bytes(out.baseAddress?.assumingMemoryBound(to: UInt8.self), Int32(out.count)) == 1 else { throw OpenSSLError("RAND_bytes") }
+/// Fills `buffer` from the kernel's CSPRNG (the one source above).
+func fillSecureRandom(_ buffer: UnsafeMutableRawBufferPointer) throws {
+    /// getentropy returns at most 256 bytes a call.
+    let chunk = 256
+    var filled = 0
+    while filled < buffer.count {
+        let n = min(chunk, buffer.count - filled)
+        guard getentropy(buffer.baseAddress! + filled, n) == 0 else {
+            throw ToolError.internal("getentropy failed: \(String(cString: strerror(errno)))")
         }
+        filled += n
+    }
+}
+
+extension SecretBytes {
+    /// `count` bytes from the one random source, drawn straight into their owner.
+    public static func random(count: Int) throws -> SecretBytes {
+        try SecretBytes(count: count) { out in try fillSecureRandom(out) }
     }
 }
 

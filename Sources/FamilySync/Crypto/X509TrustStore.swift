@@ -33,11 +33,6 @@ public final class X509TrustStore {
         /// 0 for the leaf, 1 for the first intermediate, ….
         public var depth: Int32
         public var subject: String?
-        /// The failure depends on the validation time (not yet valid, expired).
-        public var isTimeDependent: Bool {
-            [X509_V_ERR_CERT_NOT_YET_VALID, X509_V_ERR_CERT_HAS_EXPIRED,
-             X509_V_ERR_CRL_NOT_YET_VALID, X509_V_ERR_CRL_HAS_EXPIRED].contains(code)
-        }
         public var description: String {
             "\(message) (depth \(depth)\(subject.map { ", \($0)" } ?? ""))"
         }

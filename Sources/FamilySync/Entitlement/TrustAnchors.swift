@@ -20,7 +20,7 @@ public enum TrustAnchors {
             let fd = open(path, O_RDONLY | O_CLOEXEC)
             guard fd >= 0 else {
                 let e = errno
-                throw ToolError(e == ENOENT || e == ENOTDIR || e == EACCES ? .noInput : .ioError,
+                throw ToolError(FileIO.openFailureStatus(e),
                                 "--root \(path): \(String(cString: strerror(e)))")
             }
             defer { close(fd) }
@@ -29,9 +29,8 @@ public enum TrustAnchors {
             var bytes: [UInt8] = []
             var chunk = [UInt8](repeating: 0, count: 65_536)
             while true {
-                let n = read(fd, &chunk, chunk.count)
+                let n = chunk.withUnsafeMutableBytes { FileIO.read(fd, into: $0.baseAddress!, count: $0.count) }
                 if n < 0 {
-                    if errno == EINTR { continue }
                     throw ToolError(.ioError, "--root \(path): read error: \(String(cString: strerror(errno)))")
                 }
                 if n == 0 { break }

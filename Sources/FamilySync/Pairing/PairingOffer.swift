@@ -1,6 +1,6 @@
 import Glibc
 
-/// A pairing offer, the text inside the QR code (DESIGN.md "Pairing offer").
+/// A pairing offer, the text inside the QR code (docs/design.md §6).
 /// Deliberately boring: upper-case ASCII from QR's alphanumeric set only
 /// (0-9 A-Z space $ % * + - . / :), so it encodes compactly and no decoder
 /// can mangle its charset:
@@ -14,7 +14,7 @@ import Glibc
 public struct PairingOffer: Sendable, Equatable {
     public static let prefix = "FS1"
     public static let version = 1
-    /// Random bits in a nonce (DESIGN.md asks for 128 or more).
+    /// Random bits in a nonce: more than the 128 a one-time secret needs.
     public static let nonceBits = 160
     public static let nonceLength = 32
     /// The longest QR text an offer may take.
@@ -50,11 +50,10 @@ public struct PairingOffer: Sendable, Equatable {
 
     /// A fresh offer with a nonce from the CSPRNG.
     public static func make(family: String, ttl: TimeSpan, address: String?, now: Timestamp) throws -> PairingOffer {
-        let nonce = Base32.encode(try osRandomBytes(nonceBits / 8))
+        let nonce = Base32.encode(try secureRandomBytes(nonceBits / 8))
         // Whole seconds, so the QR text and the store agree exactly.
         let expiry = Timestamp(milliseconds: (now.adding(ttl).milliseconds / 1000) * 1000)
-        if let address { try validateAddress(address) }
-        let offer = PairingOffer(family: family, nonce: nonce, expiresAt: expiry, address: address?.lowercased())
+        let offer = PairingOffer(family: family, nonce: nonce, expiresAt: expiry, address: try address.map(validateAddress))
         guard offer.text.utf8.count <= maxTextLength else {
             throw ToolError.usage("the address '\(address ?? "")' makes the offer longer than \(maxTextLength) characters")
         }
@@ -90,8 +89,7 @@ public struct PairingOffer: Sendable, Equatable {
         if let now, expiry <= now { throw Invalid(field: "expiresAt", problem: "offer expired at \(expiry.rfc3339)") }
         var addr: String? = nil
         if !parts[4].isEmpty {
-            do { try PairingOffer.validateAddress(parts[4]) } catch { throw Invalid(field: "addr", problem: "not HOST:PORT") }
-            addr = parts[4].lowercased()
+            do { addr = try PairingOffer.validateAddress(parts[4]) } catch { throw Invalid(field: "addr", problem: "not HOST:PORT") }
         }
         self.init(family: parts[1], nonce: parts[2], expiresAt: expiry, address: addr)
     }
@@ -105,33 +103,21 @@ public struct PairingOffer: Sendable, Equatable {
         return true
     }
 
-    /// HOST:PORT, where HOST is a DNS name, an IPv4 address or a bracketless IPv6 address.
-    public static func validateAddress(_ a: String) throws {
-        guard let colon = a.lastIndex(of: ":"), let port = Int(a[a.index(after: colon)...]), (1...65535).contains(port) else {
-            throw ToolError.usage("address '\(a)' is not HOST:PORT")
+    /// An address an offer can carry, by the one address rule (`HostPort`),
+    /// with a port a joining device can connect to. Returns it as the offer
+    /// writes it (lower case, IPv6 without brackets).
+    @discardableResult
+    public static func validateAddress(_ a: String) throws -> String {
+        let hp: HostPort
+        do { hp = try HostPort(validating: a) } catch {
+            switch error {
+            case .notHostPort: throw ToolError.usage("address '\(a)' is not HOST:PORT")
+            case .badHost: throw ToolError.usage("address '\(a)' has characters a pairing offer cannot carry")
+            }
         }
-        let host = a[..<colon]
-        guard !host.isEmpty, host.utf8.allSatisfy({ c in
-            (c >= 0x30 && c <= 0x39) || (c >= 0x41 && c <= 0x5A) || (c >= 0x61 && c <= 0x7A) || c == 0x2D || c == 0x2E || c == 0x3A
-        }) else { throw ToolError.usage("address '\(a)' has characters a pairing offer cannot carry") }
+        guard hp.isConnectable else { throw ToolError.usage("address '\(a)' is not HOST:PORT") }
+        return hp.offerText
     }
-}
-
-/// Bytes straight from the kernel's CSPRNG (getentropy(3), which is
-/// getrandom(2)), for nonces: it blocks only until the pool is first seeded,
-/// and fails closed.
-func osRandomBytes(_ count: Int) throws -> [UInt8] {
-    /// getentropy returns at most 256 bytes a call.
-    let chunk = 256
-    var out = [UInt8](repeating: 0, count: count)
-    var filled = 0
-    while filled < count {
-        let n = min(chunk, count - filled)
-        let rc = out.withUnsafeMutableBytes { getentropy($0.baseAddress! + filled, n) }
-        guard rc == 0 else { throw ToolError.internal("getentropy failed: \(String(cString: strerror(errno)))") }
-        filled += n
-    }
-    return out
 }
 
 /// RFC 4648 base32 without padding (upper case), QR-alphanumeric safe.

@@ -1,4 +1,4 @@
-/// The last-writer-wins rule (DESIGN.md): which of two versions of one record
+/// The last-writer-wins rule (docs/design.md §3): which of two versions of one record
 /// id a device keeps. Every device must decide alike, so the rule is total and
 /// compares device IDs by bytes, never by locale.
 public enum LWW {

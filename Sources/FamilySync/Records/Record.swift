@@ -1,6 +1,6 @@
 import Foundation
 
-/// One version of a record (DESIGN.md "Records"). `line` is the JSON text the
+/// One version of a record (docs/design.md §2). `line` is the JSON text the
 /// store keeps and writes out: the source line verbatim when its `modifiedAt`
 /// is already in canonical form, else the same bytes with only that value
 /// rewritten. Unknown fields ride along untouched.
@@ -54,7 +54,7 @@ extension Record {
     }
 
     /// Builds a record from a validated scan of the bytes at `base`.
-    public init(base: UnsafePointer<UInt8>, scan r: RecordScan) {
+    init(base: UnsafePointer<UInt8>, scan r: RecordScan) {
         func str(_ s: RecordScan.StringSpan) -> String {
             guard s.isPresent else { return "" }
             if s.escaped { return String(decoding: RecordScanner.decode(base, s), as: UTF8.self) }
@@ -76,11 +76,6 @@ extension Record {
             RecordLine.rewrite(base, r, time: r.time, device: nil, ensureDeleted: false, into: &out)
             line = String(decoding: out, as: UTF8.self)
         }
-    }
-
-    /// Builds a record from a parsed object; `line` is its source text, if any.
-    public init(json value: JSONValue, line: String?) throws(RecordError) {
-        try self.init(line: line ?? value.serialized)
     }
 
     public static func isPhotoHash(_ h: String) -> Bool {
@@ -121,8 +116,8 @@ public enum RecordLine {
     /// when given, `deviceId` set to `device`; fields that are absent are
     /// appended as new members. `ensureDeleted` adds `"deleted":false` when
     /// the line has no `deleted`; `type` is appended when the line has none.
-    public static func rewrite(_ base: UnsafePointer<UInt8>, _ r: RecordScan, time: Int64?, device: UnsafeRawBufferPointer?,
-                               ensureDeleted: Bool, type: [UInt8]? = nil, into out: inout [UInt8]) {
+    static func rewrite(_ base: UnsafePointer<UInt8>, _ r: RecordScan, time: Int64?, device: UnsafeRawBufferPointer?,
+                        ensureDeleted: Bool, type: [UInt8]? = nil, into out: inout [UInt8]) {
         var edits: [(Int, Int, [UInt8])] = []  // replace base[from..<to] with bytes
         var appended: [UInt8] = []
         var stamp = [UInt8](repeating: 0, count: 26)

@@ -28,7 +28,7 @@ public final class RecordInput {
             fd = open(path, O_RDONLY | O_CLOEXEC)
             guard fd >= 0 else {
                 let e = errno
-                throw ToolError(e == ENOENT || e == ENOTDIR || e == EACCES ? .noInput : .ioError, "\(path): \(String(cString: strerror(e)))")
+                throw ToolError(FileIO.openFailureStatus(e), "\(path): \(String(cString: strerror(e)))")
             }
             name = path
         }
@@ -54,9 +54,8 @@ public final class RecordInput {
                 guard let grown = realloc(buf, cap) else { free(buf); throw ToolError.io("\(name): out of memory") }
                 buf = grown
             }
-            let n = read(fd, buf + used, cap - used)
+            let n = FileIO.read(fd, into: buf + used, count: cap - used)
             if n < 0 {
-                if errno == EINTR { continue }
                 let e = errno
                 free(buf)
                 throw ToolError.io("\(name): read error: \(String(cString: strerror(e)))")

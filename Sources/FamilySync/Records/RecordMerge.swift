@@ -398,11 +398,6 @@ struct MergeEntry {
     /// `incoming` replaces `held` by the LWW rule (equal versions keep the held one).
     @inline(__always)
     static func beats(_ incoming: MergeEntry, _ held: MergeEntry) -> Bool {
-        if incoming.time != held.time { return incoming.time > held.time }
-        if incoming.isDeleted != held.isDeleted { return !incoming.isDeleted }
-        let m = Int(min(incoming.deviceLen, held.deviceLen))
-        let c = memcmp(incoming.device, held.device, m)
-        if c != 0 { return c > 0 }
-        return incoming.deviceLen > held.deviceLen
+        decide(held: held, incoming: incoming).takeRemote
     }
 }

@@ -10,40 +10,40 @@ import Foundation
 /// Rules beyond RFC 8259: the line must be one object; its top-level keys must
 /// be unique (a record with two `id`s is ambiguous); values inside `data` and
 /// unknown fields are validated but passed through untouched.
-public struct RecordScan {
+struct RecordScan {
     /// A string value's content between its quotes (absolute offsets).
-    public struct StringSpan: Sendable {
-        public var start: Int = -1
-        public var end: Int = -1
+    struct StringSpan: Sendable {
+        var start: Int = -1
+        var end: Int = -1
         /// The content holds backslash escapes: decode it before comparing.
-        public var escaped = false
-        public var isPresent: Bool { start >= 0 }
-        public var count: Int { end - start }
+        var escaped = false
+        var isPresent: Bool { start >= 0 }
+        var count: Int { end - start }
     }
 
     /// The object's bytes with surrounding whitespace trimmed (absolute offsets).
-    public var start = 0
-    public var end = 0
-    public var id = StringSpan()
-    public var type = StringSpan()
-    public var modifiedAt = StringSpan()
-    public var deviceID = StringSpan()
+    var start = 0
+    var end = 0
+    var id = StringSpan()
+    var type = StringSpan()
+    var modifiedAt = StringSpan()
+    var deviceID = StringSpan()
     /// -1 when absent, else 0 or 1.
-    public var deleted: Int8 = -1
+    var deleted: Int8 = -1
     /// The `photos` array value (brackets included), or -1 when absent or null.
-    public var photosStart = -1
-    public var photosEnd = -1
-    public var photoCount = 0
+    var photosStart = -1
+    var photosEnd = -1
+    var photoCount = 0
     /// `modifiedAt` parsed, in milliseconds since the epoch (when present).
-    public var time: Int64 = 0
+    var time: Int64 = 0
     /// The object has at least one member (so an appended member needs a comma).
-    public var hasMembers = false
+    var hasMembers = false
 
-    public init() {}
+    init() {}
 
     /// `modifiedAt` is already written as `YYYY-MM-DDTHH:MM:SS.sssZ`, so the
     /// line can be kept byte for byte.
-    public func isTimeCanonical(_ base: UnsafePointer<UInt8>) -> Bool {
+    func isTimeCanonical(_ base: UnsafePointer<UInt8>) -> Bool {
         guard modifiedAt.isPresent, !modifiedAt.escaped, modifiedAt.count == 24 else { return false }
         let b = base + modifiedAt.start
         return b[10] == UInt8(ascii: "T") && b[19] == UInt8(ascii: ".") && b[23] == UInt8(ascii: "Z")
@@ -66,14 +66,14 @@ public enum RecordScanner {
 
     /// Scans the line `base[start..<end]` (no newline). Offsets in the result
     /// are absolute, relative to `base`.
-    public static func scan(_ base: UnsafePointer<UInt8>, start: Int, end: Int,
+    static func scan(_ base: UnsafePointer<UInt8>, start: Int, end: Int,
                             mode: RecordScanMode = .exchanged) throws(RecordError) -> RecordScan {
         var w = ScanWorkspace()
         return try scan(base, start: start, end: end, mode: mode, workspace: &w)
     }
 
     /// The same, reusing `workspace` between lines so a scan allocates nothing.
-    public static func scan(_ base: UnsafePointer<UInt8>, start: Int, end: Int,
+    static func scan(_ base: UnsafePointer<UInt8>, start: Int, end: Int,
                             mode: RecordScanMode, workspace w: inout ScanWorkspace) throws(RecordError) -> RecordScan {
         var s = Scanner(p: base, pos: start, end: end)
         var r = RecordScan()
@@ -143,11 +143,11 @@ public enum RecordScanner {
     /// ones, to find duplicates. A few are compared directly; past
     /// `linearKeyScan` they go into a hash table, so a 1 MiB line of 100,000
     /// keys costs 100,000 lookups rather than five billion comparisons.
-    public struct ScanWorkspace {
+    struct ScanWorkspace {
         var otherKeys: [RecordScan.StringSpan] = []
         /// Open addressing over indexes into `otherKeys` (-1: empty); built for this line when needed.
         private var table: [Int32] = []
-        public init() {}
+        init() {}
 
         static let linearKeyScan = 16
 
@@ -314,7 +314,7 @@ public enum RecordScanner {
 
     /// Calls `body` with each photo hash (64 bytes) of a scanned record.
     @inline(__always)
-    public static func forEachPhoto(_ base: UnsafePointer<UInt8>, _ r: RecordScan, _ body: (UnsafePointer<UInt8>) throws -> Void) rethrows {
+    static func forEachPhoto(_ base: UnsafePointer<UInt8>, _ r: RecordScan, _ body: (UnsafePointer<UInt8>) throws -> Void) rethrows {
         guard r.photosStart >= 0 else { return }
         var i = r.photosStart + 1
         while i < r.photosEnd {
@@ -337,7 +337,7 @@ public enum RecordScanner {
 
     /// The decoded UTF-8 bytes of a string span (escapes resolved). The span
     /// was validated by the scan, so decoding cannot fail.
-    public static func decode(_ base: UnsafePointer<UInt8>, _ span: RecordScan.StringSpan) -> [UInt8] {
+    static func decode(_ base: UnsafePointer<UInt8>, _ span: RecordScan.StringSpan) -> [UInt8] {
         var out: [UInt8] = []
         out.reserveCapacity(span.count)
         var i = span.start

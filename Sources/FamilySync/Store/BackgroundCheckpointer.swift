@@ -14,6 +14,15 @@ import Foundation
 /// Driven from the writer's thread (`stop` from that thread too); the
 /// checkpointer thread only touches its own connection and the shared state
 /// under `condition`.
+extension Store {
+    /// Starts checkpointing this store's write-ahead log beside a session's
+    /// writes; nil where that cannot run (the session's connection then
+    /// checkpoints itself).
+    func startBackgroundCheckpointer() -> BackgroundCheckpointer? {
+        BackgroundCheckpointer.start(for: db)
+    }
+}
+
 final class BackgroundCheckpointer: @unchecked Sendable {
     /// Un-checkpointed log after which the checkpointer is woken: large
     /// enough that each checkpoint's fsyncs are spread over many photos.

@@ -59,6 +59,12 @@ extension Store {
         }
     }
 
+    /// Owner: forgets a revoked device the owner invites again, so it starts
+    /// over with a new key. Call inside the transaction that admits it.
+    func forgetDeviceInTransaction(_ device: String) throws {
+        try db.run("DELETE FROM devices WHERE device_id = ?", [.text(device)])
+    }
+
     /// Owner: admits a joining device and issues its device key. Call inside
     /// the transaction that also consumes the offer's nonce.
     public func admitDeviceInTransaction(_ device: String, now: Timestamp) throws -> SecretBytes {

@@ -33,7 +33,7 @@ extension Store {
         var st = stat()
         guard stat(path, &st) == 0 else {
             let e = errno
-            throw ToolError(e == ENOENT || e == ENOTDIR || e == EACCES ? .noInput : .ioError, "\(path): \(String(cString: strerror(e)))")
+            throw ToolError(FileIO.openFailureStatus(e), "\(path): \(String(cString: strerror(e)))")
         }
         guard st.st_mode & S_IFMT == S_IFREG else { throw ToolError(.noInput, "\(path): not a regular file") }
         guard Int(st.st_size) <= Store.maxPhotoBytes else {
@@ -52,6 +52,11 @@ extension Store {
         try s.bind([.text(sha256)])
         defer { s.reset() }
         return try s.step() ? s.blob(0) : nil
+    }
+
+    /// How many photos the store holds.
+    public func photoCount() throws -> Int {
+        Int(try db.scalarInt("SELECT count(*) FROM photos") ?? 0)
     }
 
     public func hasPhoto(_ sha256: String) throws -> Bool {

@@ -19,6 +19,11 @@ public struct KeptProof: Sendable, Equatable {
 /// Every proof is verified before it is kept and re-verified whenever it is
 /// read; the store never vouches for a proof by itself.
 extension Store {
+    /// Forgets every kept proof (a revoked device drops to free). Call inside a transaction.
+    func forgetProofsInTransaction() throws {
+        try db.run("DELETE FROM proofs")
+    }
+
     /// Proofs kept, newest `signedDate` first; older ones are dropped. A
     /// subscription renews monthly at most, and the owner pushes a fresh proof
     /// on every contact, so a few suffice; the bound keeps the launch-time

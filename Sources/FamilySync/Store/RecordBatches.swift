@@ -1,29 +1,99 @@
+import CSQLite
+
 /// Records as a session streams them: batches out of the change log, and
 /// the write-ahead-log setting a session raises while batches stream in.
 extension Store {
     /// One batch of records changed after `after` and at most `upTo`, oldest
     /// change first, as NDJSON: at most `maxCount` records, cut after the
-    /// total of `maxBytes` (a batch always has at least one record).
-    /// Returns the payload, how many records it holds and the last change number.
-    func exportRecordBatch(after: Int64, upTo: Int64, maxCount: Int, maxBytes: Int) throws -> (payload: [UInt8], count: Int, lastSeq: Int64) {
-        let s = try db.prepare("SELECT line, seq FROM records WHERE seq > ? AND seq <= ? ORDER BY seq LIMIT ?")
+    /// total of `maxBytes` (a batch always has at least one record). A record
+    /// later than `clampAbove` (ms) goes out with `modifiedAt` set to it.
+    func exportRecordBatch(after: Int64, upTo: Int64, maxCount: Int, maxBytes: Int, clampAbove: Int64 = Int64.max) throws -> OutgoingBatch {
+        let s = try db.prepare("SELECT line, seq, modified_at, rid FROM records WHERE seq > ? AND seq <= ? ORDER BY seq LIMIT ?")
         try s.bind([.int(after), .int(upTo), .int(Int64(maxCount))])
         defer { s.reset() }
-        var payload: [UInt8] = []
-        var count = 0
-        var last = after
+        var b = OutgoingBatch(lastSeq: after)
         while try s.step() {
+            guard try appendLine(s, to: &b, maxBytes: maxBytes, clampAbove: clampAbove) else { break }
+            b.lastSeq = s.int64(1)
+        }
+        return b
+    }
+
+    /// The current versions of the rows `rids` (records of the session's set
+    /// that the peer's own records replaced before they were sent), as one
+    /// batch of at most `maxBytes`. Returns the batch and how many rids it used.
+    func exportRecordRows(_ rids: ArraySlice<Int64>, maxBytes: Int, clampAbove: Int64 = Int64.max) throws -> (OutgoingBatch, used: Int) {
+        let s = try db.prepare("SELECT line, seq, modified_at, rid FROM records WHERE rid = ?")
+        var b = OutgoingBatch(lastSeq: 0)
+        var used = 0
+        for rid in rids {
+            try s.bind([.int(rid)])
+            defer { s.reset() }
+            if try s.step() {
+                guard try appendLine(s, to: &b, maxBytes: maxBytes, clampAbove: clampAbove) else { break }
+            }
+            used += 1
+        }
+        return (b, used)
+    }
+
+    /// Appends the row's line (clamped if need be) unless the batch would pass `maxBytes`.
+    private func appendLine(_ s: Statement, to b: inout OutgoingBatch, maxBytes: Int, clampAbove: Int64) throws -> Bool {
+        let time = s.int64(2)
+        if time <= clampAbove {
             let fits = s.withBytes(0) { line -> Bool in
-                guard count == 0 || payload.count + line.count + 1 <= maxBytes else { return false }
-                payload.append(contentsOf: line)
+                guard b.count == 0 || b.payload.count + line.count + 1 <= maxBytes else { return false }
+                b.payload.append(contentsOf: line)
                 return true
             }
-            guard fits else { break }
-            payload.append(0x0A)
-            count += 1
-            last = s.int64(1)
+            guard fits else { return false }
+        } else {
+            let line = try s.withBytes(0) { try Store.clampedLine($0, to: clampAbove) }
+            guard b.count == 0 || b.payload.count + line.count + 1 <= maxBytes else { return false }
+            b.payload.append(contentsOf: line)
+            b.clamped.append(ClampedRecord(rid: s.int64(3), seq: s.int64(1), time: clampAbove, line: line))
         }
-        return (payload, count, last)
+        b.payload.append(0x0A)
+        b.count += 1
+        return true
+    }
+
+    /// A stored line with its `modifiedAt` value replaced, in place, by `time`
+    /// in canonical form; every other byte stays (docs/protocol.md §7.4).
+    static func clampedLine(_ line: UnsafeRawBufferPointer, to time: Int64) throws -> [UInt8] {
+        let bytes = line.bindMemory(to: UInt8.self)
+        guard let base = bytes.baseAddress else { throw ToolError(.software, "an empty record line in the store") }
+        let scan: RecordScan
+        do { scan = try RecordScanner.scan(base, start: 0, end: bytes.count, mode: .exchanged) } catch {
+            throw ToolError(.dataError, "a stored record line does not scan: \(error)")
+        }
+        var out: [UInt8] = []
+        RecordLine.rewrite(base, scan, time: time, device: nil, ensureDeleted: false, into: &out)
+        return out
+    }
+
+    /// Stores the clamped versions this side sent, so it holds what the peer
+    /// now holds (docs/protocol.md §7.4): each row that still has the change
+    /// number it was sent with gets the clamped line and a new change number.
+    /// Returns how many change numbers that used. Inside a write transaction.
+    func adoptClampedInTransaction(_ rows: [ClampedRecord]) throws -> Int64 {
+        guard !rows.isEmpty else { return 0 }
+        let u = try db.prepare("UPDATE records SET modified_at = ?, line = ?, seq = ? WHERE rid = ? AND seq = ?")
+        let first = try currentChangeSeq
+        var seq = first
+        for r in rows {
+            try u.bind(.int(r.time), at: 1)
+            try r.line.withUnsafeBytes { try u.bindText($0, at: 2) }
+            try u.bind(.int(seq + 1), at: 3)
+            try u.bind(.int(r.rid), at: 4)
+            try u.bind(.int(r.seq), at: 5)
+            _ = try u.step()
+            u.reset()
+            if sqlite3_changes(db.handle) > 0 { seq += 1 }  // else the row changed meanwhile: its newer version stands
+        }
+        try setMeta("change_seq", String(seq))
+        let used = seq - first
+        return used
     }
 
     /// Lets the session's connection grow the write-ahead log to about
@@ -40,4 +110,24 @@ extension Store {
     func restoreAutoCheckpoint(pages: Int64) throws {
         _ = try db.scalarInt("PRAGMA wal_autocheckpoint = \(pages)")
     }
+}
+
+/// One RECORDS batch as it goes out (docs/protocol.md §7.2, §7.4): its NDJSON
+/// payload, how many records it holds, the last change number it covers, and
+/// the records whose `modifiedAt` was pulled back to the peer's limit on the
+/// way out (the sender keeps the same version: `adoptClamped`).
+struct OutgoingBatch {
+    var payload: [UInt8] = []
+    var count = 0
+    var lastSeq: Int64
+    var clamped: [ClampedRecord] = []
+}
+
+/// A record the sender clamped: its row, the change number it had, and the
+/// line sent (the held line with only the `modifiedAt` value rewritten).
+struct ClampedRecord {
+    var rid: Int64
+    var seq: Int64
+    var time: Int64
+    var line: [UInt8]
 }

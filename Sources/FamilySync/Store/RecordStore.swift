@@ -19,6 +19,9 @@ public struct ApplySummary: Sendable, Equatable {
     public var purged = 0
     /// Live versions that replaced a tombstone.
     public var resurrected = 0
+    /// Rows replaced whose previous change number lay in the watched range
+    /// (a session's records not yet sent, docs/protocol.md §7.2).
+    public var displaced: [Int64] = []
     /// Tombstones that replaced a live version.
     public var deleted = 0
     public init() {}
@@ -62,11 +65,13 @@ extension Store {
     }
 
     /// The same, for a caller that already holds the write transaction.
-    /// `purgeFloor`: an id this store does not hold, in a version from at or
-    /// before it, is not taken (it was purged here; peer-sync passes the floor).
-    public func applyRemoteInTransaction(_ records: [Record], now: Timestamp, purgeFloor: Timestamp? = nil,
+    /// Rows replaced whose change number was in `watching` are listed in
+    /// the summary's `displaced`. `purgeFloor`: an id this store does not
+    /// hold, in a version from at or before it, is not taken (it was purged
+    /// here; peer-sync passes the floor).
+    public func applyRemoteInTransaction(_ records: [Record], now: Timestamp, watching: ClosedRange<Int64>? = nil, purgeFloor: Timestamp? = nil,
                                          explain: ((String, LWW.Rule, Bool) -> Void)? = nil) throws -> ApplySummary {
-        try applyRecords(records, stamping: false, now: now, purgeFloor: purgeFloor, explain: explain)
+        try applyRecords(records, stamping: false, now: now, watching: watching, purgeFloor: purgeFloor, explain: explain)
     }
 
     /// Applies edits made on this device: each gets `deviceId` = this device
@@ -74,12 +79,13 @@ extension Store {
     /// later, so an edit always supersedes the version it edits — then goes
     /// through the same LWW rule. One transaction.
     public func applyLocalEdits(_ records: [Record], now: Timestamp) throws -> ApplySummary {
-        try write { try applyRecords(records, stamping: true, now: now, purgeFloor: nil, explain: nil) }
+        try write { try applyRecords(records, stamping: true, now: now, watching: nil, purgeFloor: nil, explain: nil) }
     }
 
-    private func applyRecords(_ records: [Record], stamping: Bool, now: Timestamp, purgeFloor: Timestamp?,
+    private func applyRecords(_ records: [Record], stamping: Bool, now: Timestamp, watching: ClosedRange<Int64>?, purgeFloor: Timestamp?,
                               explain: ((String, LWW.Rule, Bool) -> Void)?) throws -> ApplySummary {
         let applier = try RecordApplier(store: self, now: now, stamping: stamping)
+        applier.watching = watching
         applier.purgeFloor = purgeFloor?.milliseconds
         for r in records {
             var line = r.line
@@ -249,12 +255,14 @@ final class RecordApplier {
     private let selectHeld: Statement
     var seq: Int64
     var summary = ApplySummary()
+    /// Change numbers whose replacement is reported in `summary.displaced`.
+    var watching: ClosedRange<Int64>?
     private var scratch: [UInt8] = []
 
     init(store: Store, now: Timestamp, stamping: Bool) throws {
         self.store = store
         db = store.db
-        select = try db.prepare("SELECT rid, modified_at, device_id, deleted, photo_count FROM records WHERE id = ?")
+        select = try db.prepare("SELECT rid, modified_at, device_id, deleted, photo_count, seq FROM records WHERE id = ?")
         insert = try db.prepare("""
             INSERT INTO records (id, type, modified_at, device_id, deleted, line, seq, photo_count) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
             ON CONFLICT(id) DO NOTHING
@@ -359,6 +367,7 @@ final class RecordApplier {
                 let heldTime = sqlite3_column_int64(select.stmt, 1)
                 heldDeleted = sqlite3_column_int64(select.stmt, 3) != 0
                 let heldPhotos = sqlite3_column_int64(select.stmt, 4)
+                let heldSeq = sqlite3_column_int64(select.stmt, 5)
                 if me != nil && heldTime >= time {
                     time = heldTime + 1  // an edit supersedes the version it edits
                     prepareLine(base, r, time: time)
@@ -376,6 +385,7 @@ final class RecordApplier {
                     _ = try writeRow(base, r, stmt: update, rid: rid, idp: idp, idn: idn, time: time,
                                      typeDecoded: typeDecoded, deviceDecoded: deviceDecoded, photoCount: photoCount)
                     seq += 1
+                    if let w = watching, w.contains(heldSeq) { summary.displaced.append(rid) }
                     if heldPhotos > 0 {
                         sqlite3_bind_int64(deletePhotos.stmt, 1, rid)
                         let rc = sqlite3_step(deletePhotos.stmt)

@@ -130,6 +130,13 @@ public final class Database {
         }
     }
 
+    /// Runs `body` inside one read transaction: every query sees the same snapshot.
+    public func readTransaction<T>(_ body: () throws -> T) throws -> T {
+        try execute("BEGIN")
+        defer { try? execute("COMMIT") }
+        return try body()
+    }
+
     public var changes: Int { Int(sqlite3_changes(handle)) }
     public var lastInsertRowID: Int64 { sqlite3_last_insert_rowid(handle) }
 

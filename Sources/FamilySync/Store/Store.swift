@@ -105,7 +105,7 @@ public final class Store {
         guard fd >= 0 else { throw ToolError(.ioError, "cannot read store \(path): \(String(cString: strerror(errno)))") }
         defer { close(fd) }
         var header = [UInt8](repeating: 0, count: 100)
-        let n = read(fd, &header, 100)
+        let n = header.withUnsafeMutableBytes { FileIO.read(fd, into: $0.baseAddress!, count: 100) }
         let magic = Array("SQLite format 3\0".utf8)
         guard n == 100, Array(header[0..<16]) == magic else {
             throw ToolError(.dataError, "\(path) is not a family-sync store (not an SQLite database)")
@@ -219,16 +219,15 @@ public final class Store {
         try db.run("INSERT INTO secrets (name, value) VALUES (?, ?) ON CONFLICT(name) DO UPDATE SET value = excluded.value", [.text(name), .secret(value)])
     }
 
-    /// Takes the next value of the store's change counter. Call inside a transaction.
-    public func nextChangeSeq(count: Int64 = 1) throws -> Int64 {
-        let cur = Int64(try meta("change_seq") ?? "0") ?? 0
-        try setMeta("change_seq", String(cur + count))
-        return cur + 1
-    }
-
     /// Runs `body` as one write transaction.
     public func write<T>(_ body: () throws -> T) throws -> T {
         try db.transaction(body)
+    }
+
+    /// Runs `body` as one read transaction, so what it reads is one consistent
+    /// state (an export and the cursor it leaves agree exactly).
+    public func read<T>(_ body: () throws -> T) throws -> T {
+        try db.readTransaction(body)
     }
 
     /// `PRAGMA integrity_check`: "ok" for a sound store.

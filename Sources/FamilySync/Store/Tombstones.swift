@@ -1,7 +1,7 @@
 import CSQLite
 import Foundation
 
-/// The tombstone rule (DESIGN.md "Tombstones") and the store's garbage
+/// The tombstone rule (docs/design.md §4) and the store's garbage
 /// collection: tombstones old enough and acknowledged by every known device,
 /// expired pairing offers, and photo files no live record names.
 ///

@@ -32,7 +32,7 @@ public final class LineReader {
             let f = open(path, O_RDONLY | O_CLOEXEC)
             guard f >= 0 else {
                 let e = errno
-                throw ToolError(e == ENOENT || e == ENOTDIR || e == EACCES ? .noInput : .ioError, "\(path): \(String(cString: strerror(e)))")
+                throw ToolError(FileIO.openFailureStatus(e), "\(path): \(String(cString: strerror(e)))")
             }
             var st = stat()
             if fstat(f, &st) == 0, st.st_mode & S_IFMT == S_IFDIR {
@@ -59,9 +59,8 @@ public final class LineReader {
             start = 0
         }
         while end < buf.count {
-            let n = read(fd, buf.baseAddress! + end, buf.count - end)
+            let n = FileIO.read(fd, into: buf.baseAddress! + end, count: buf.count - end)
             if n < 0 {
-                if errno == EINTR { continue }
                 throw ToolError(.ioError, "\(name): read error: \(String(cString: strerror(errno)))")
             }
             if n == 0 { eof = true; return }

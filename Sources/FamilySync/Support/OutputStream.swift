@@ -51,16 +51,11 @@ public final class OutputStream: @unchecked Sendable {
     }
 
     private func writeAll(_ bytes: UnsafeRawBufferPointer) throws {
-        var off = 0
-        while off < bytes.count {
-            let n = Foundation.write(fd, bytes.baseAddress! + off, bytes.count - off)
-            if n < 0 {
-                if errno == EINTR { continue }
-                let what = fd == 1 ? "standard output" : "file descriptor \(fd)"
-                failure = "write error on \(what): \(String(cString: strerror(errno)))"
-                throw ToolError.io(failure!)
-            }
-            off += n
+        let e = FileIO.writeAll(fd, bytes)
+        guard e == 0 else {
+            let what = fd == 1 ? "standard output" : "file descriptor \(fd)"
+            failure = "write error on \(what): \(FileIO.describe(e))"
+            throw ToolError.io(failure!)
         }
     }
 }

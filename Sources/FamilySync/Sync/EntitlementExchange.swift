@@ -72,7 +72,7 @@ enum EntitlementExchange {
     static func dropToFree(_ store: Store, now: Timestamp) throws {
         try store.write {
             try store.markSelfRevoked(at: now)
-            try store.db.run("DELETE FROM proofs")
+            try store.forgetProofsInTransaction()
         }
     }
 }

@@ -16,8 +16,10 @@ final class FrameChannel {
     private(set) var bytesSent: Int64 = 0
     private(set) var bytesReceived: Int64 = 0
     /// When the peer last sent anything / we last wrote anything.
-    private(set) var lastReceived = Deadline.now()
-    private(set) var lastSent = Deadline.now()
+    private(set) var lastReceived: Deadline
+    private(set) var lastSent: Deadline
+    /// The clock those two times are read from.
+    let clock: MonotonicClock
     /// Set once the peer has closed: true for a clean TLS close.
     private(set) var peerClosed: Bool?
 
@@ -27,7 +29,12 @@ final class FrameChannel {
     /// flooding peer cannot make us buffer without bound.
     static let maxReadPerTurn = 8 << 20
 
-    init(_ tls: TLSConnection) { self.tls = tls }
+    init(_ tls: TLSConnection, clock: MonotonicClock = .system) {
+        self.tls = tls
+        self.clock = clock
+        lastReceived = clock.now()
+        lastSent = lastReceived
+    }
 
     /// The largest frame this channel accepts from now on.
     var maxPayload: Int {
@@ -91,7 +98,7 @@ final class FrameChannel {
                 outStart += n
                 bytesSent += Int64(n)
                 wrote = true
-                lastSent = Deadline.now()
+                lastSent = clock.now()
             case .wantRead, .wantWrite:
                 compact()
                 return wrote
@@ -131,17 +138,17 @@ final class FrameChannel {
                 }
                 while let f = try decoder.next() { frames.append(f) }
             case .wantRead:
-                if total > 0 { lastReceived = Deadline.now() }
+                if total > 0 { lastReceived = clock.now() }
                 return total > 0
             case .wantWrite:
                 readWantsWrite = true
-                if total > 0 { lastReceived = Deadline.now() }
+                if total > 0 { lastReceived = clock.now() }
                 return total > 0
             case let .closed(clean):
                 peerClosed = clean
             }
         }
-        if total > 0 { lastReceived = Deadline.now() }
+        if total > 0 { lastReceived = clock.now() }
         return total > 0
     }
 

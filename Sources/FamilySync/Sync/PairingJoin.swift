@@ -46,7 +46,7 @@ enum PairingAdmission {
             }
             if existing != nil {
                 // A revoked device the owner invites again starts over with a new key.
-                try store.db.run("DELETE FROM devices WHERE device_id = ?", [.text(join.device)])
+                try store.forgetDeviceInTransaction(join.device)
                 try store.forgetAcknowledgementPoints(member: join.device)
             }
             let key = try store.admitDeviceInTransaction(join.device, now: now)

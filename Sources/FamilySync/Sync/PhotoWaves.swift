@@ -1,4 +1,4 @@
-import COpenSSL
+import Glibc
 
 /// The requesting side of photo transfer: waves of `SyncLimits.waveSize`
 /// wanted photos, the next wave only when every request of the last is
@@ -8,19 +8,19 @@ import COpenSSL
 /// so they are asked for again next session. Not Sendable.
 ///
 /// Waves start while the peer's records are still arriving, so the photos
-/// of the first batches are on their way while the rest are applied. They
-/// page through the wanted list in hash order; records that arrive later
-/// may name photos behind the cursor, so the waves are over only when a
-/// pass through the list that began after the peer's last record finds
-/// nothing not yet asked for.
+/// of the first batches are on their way while the rest are applied. Each
+/// wave takes the wanted photos not yet asked for in hash order from where
+/// the last one stopped, wrapping around at the end of the list (records
+/// that arrive later may name photos behind the cursor), so a wave is short
+/// of 20 only when fewer are left to ask for. The waves are over when, with
+/// every record of the peer in, nothing wanted is left unasked.
 final class PhotoWaves {
     private let store: Store
     private let waveTimeout: TimeSpan
+    private let clock: MonotonicClock
 
-    /// The last hash asked for in the current pass through the wanted list.
+    /// The last hash looked at in the wanted list.
     private var cursor = ""
-    /// The current pass began once every record of the peer was in (nil before the first).
-    private var passIsFinal: Bool?
     /// Records were applied since the wanted list was last found exhausted:
     /// until then, looking again would find nothing new.
     private var recordsSinceExhausted = true
@@ -30,7 +30,7 @@ final class PhotoWaves {
     private var requested: Set<String> = []
     /// Requests given up on by the timeout; a late answer to one is discarded.
     private var expired: Set<String> = []
-    private var lastActivity = Deadline.now()
+    private var lastActivity: Deadline
     private var assembly: PhotoAssembly?
 
     private(set) var waveNumber = 0
@@ -38,9 +38,11 @@ final class PhotoWaves {
     private(set) var received: Int64 = 0
     private(set) var unavailable: Int64 = 0
 
-    init(store: Store, waveTimeout: TimeSpan) {
+    init(store: Store, waveTimeout: TimeSpan, clock: MonotonicClock = .system) {
         self.store = store
         self.waveTimeout = waveTimeout
+        self.clock = clock
+        lastActivity = clock.now()
     }
 
     /// When the current wave times out, if one is waiting.
@@ -52,7 +54,7 @@ final class PhotoWaves {
     /// asked for early waits behind them without timing out.
     func recordsArrived() {
         recordsSinceExhausted = true
-        if !outstanding.isEmpty { lastActivity = Deadline.now() }
+        if !outstanding.isEmpty { lastActivity = clock.now() }
     }
 
     /// Sends the next wave when the last one is complete. Returns the number
@@ -69,39 +71,43 @@ final class PhotoWaves {
     /// wave is due (the last is unanswered, or nothing new is wanted yet).
     func nextWave(recordsComplete: Bool) throws -> [String]? {
         guard !finished, outstanding.isEmpty else { return nil }
+        if !recordsSinceExhausted && !recordsComplete { return nil }
         var next: [String] = []
-        while next.count < SyncLimits.waveSize {
-            if !recordsSinceExhausted && !recordsComplete { return nil }
-            if passIsFinal == nil { passIsFinal = recordsComplete }
+        let origin = cursor
+        var wrapped = false
+        scan: while next.count < SyncLimits.waveSize {
             let page = try store.wantedPhotos(after: cursor, limit: SyncLimits.waveSize)
-            for h in page where next.count < SyncLimits.waveSize {
+            for h in page {
+                if wrapped && h > origin { break scan }  // came round to where this wave began
                 cursor = h
-                if !requested.contains(h) { next.append(h) }
+                if !requested.contains(h) {
+                    next.append(h)
+                    if next.count == SyncLimits.waveSize { break scan }
+                }
             }
-            if page.count == SyncLimits.waveSize { continue }
-            // This pass reached the end of the wanted list.
-            if !next.isEmpty { break }
-            if passIsFinal == true {
-                finished = true
-                return nil
+            guard page.count == SyncLimits.waveSize else {
+                // The end of the list: go round once to what sorts before the start.
+                if wrapped || origin.isEmpty { break }
+                wrapped = true
+                cursor = ""
+                continue
             }
-            if !recordsComplete {
-                recordsSinceExhausted = false
-                return nil
-            }
-            passIsFinal = true
-            cursor = ""
+        }
+        if next.isEmpty {
+            // Nothing left to ask for: over, or until the peer's next records.
+            if recordsComplete { finished = true } else { recordsSinceExhausted = false }
+            return nil
         }
         waveNumber += 1
         outstanding = Set(next)
         requested.formUnion(next)
-        lastActivity = Deadline.now()
+        lastActivity = clock.now()
         return next
     }
 
     /// Gives up on the current wave if it has been silent too long. Returns how many requests expired.
     func expireIfSilent() -> Int {
-        guard let d = timeoutDeadline, d.hasPassed else { return 0 }
+        guard let d = timeoutDeadline, clock.hasPassed(d) else { return 0 }
         let n = outstanding.count
         unavailable += Int64(n)
         expired.formUnion(outstanding)
@@ -116,7 +122,7 @@ final class PhotoWaves {
         let h = try r.string("photo", maxBytes: 64)
         guard requested.contains(h) else { throw ProtocolError("PHOTO-UNAVAILABLE for a photo that was not requested") }
         if let a = assembly, a.hash == h { throw ProtocolError("PHOTO-UNAVAILABLE in the middle of that photo's data") }
-        lastActivity = Deadline.now()
+        lastActivity = clock.now()
         if outstanding.remove(h) != nil { unavailable += 1 }
     }
 
@@ -152,7 +158,7 @@ final class PhotoWaves {
         }
         guard a.count + body.count <= a.total else { throw ProtocolError("PHOTO-DATA runs past the photo's declared size") }
         a.append(body)
-        lastActivity = Deadline.now()
+        lastActivity = clock.now()
         guard a.count == a.total else { return nil }
         assembly = nil
         if a.discard { return nil }
@@ -179,22 +185,17 @@ final class PhotoAssembly {
     /// Chunks shorter than `smallChunkBytes`, joined: a peer sending a photo
     /// a byte at a time must not cost a slice and an allocation per byte.
     private var small: [UInt8] = []
-    private let ctx: OpaquePointer
+    /// The running digest; taken when the photo is complete.
+    private var digest: SHA256? = SHA256()
 
     init(hash: String, total: Int, discard: Bool) {
         self.hash = hash
         self.total = total
         self.discard = discard
-        ctx = EVP_MD_CTX_new()!
-        EVP_DigestInit_ex(ctx, EVP_sha256(), nil)
     }
 
-    deinit { EVP_MD_CTX_free(ctx) }
-
     func append(_ chunk: ArraySlice<UInt8>) {
-        chunk.withUnsafeBytes { b in
-            if b.count > 0 { EVP_DigestUpdate(ctx, b.baseAddress, b.count) }
-        }
+        chunk.withUnsafeBytes { digest?.update($0) }
         count += chunk.count
         guard !discard, !chunk.isEmpty else { return }
         if chunk.count < PhotoAssembly.smallChunkBytes {
@@ -214,11 +215,10 @@ final class PhotoAssembly {
     /// Bytes received so far (kept, or only counted for a discarded late photo).
     private(set) var count = 0
 
+    /// The photo's SHA-256 in hex; asked once, when all its bytes are in.
     func digestHex() -> String {
-        var out = [UInt8](repeating: 0, count: 32)
-        var len: UInt32 = 0
-        EVP_DigestFinal_ex(ctx, &out, &len)
-        return Hex.encode(out)
+        guard let d = digest.take() else { preconditionFailure("a photo's digest is finished once") }
+        return Hex.encode(d.finalize())
     }
 }
 

@@ -10,6 +10,8 @@ public final class SyncClient {
     private let observer: SyncObserver?
     private let verifier: ProofVerifier
     private let context: TLSContext
+    /// A connection `PeerFinder` already made, used by the next `open` to that address.
+    private var found: PeerFinder.Connected?
 
     /// `verifier` judges the proofs peers send (its anchors: Apple's root, or pinned ones).
     public init(store: Store, options: SyncOptions, now: Timestamp, observer: SyncObserver?, verifier: ProofVerifier) throws {
@@ -51,7 +53,7 @@ public final class SyncClient {
         var guess = try expected ?? initialGuess(for: address, family: fam, me: me)
         var followedHint = false
         let giveUp = Deadline(after: wait)
-        var backoff = SyncLimits.busyRetryFirst
+        var backoff = BusyBackoff()
         var attempt = 0
         while true {
             attempt += 1
@@ -65,9 +67,7 @@ public final class SyncClient {
                     guard !giveUp.hasPassed else {
                         throw ToolError(.tempFail, "\(address) is busy syncing with another device; gave up after \(wait) (\(attempt) tries)")
                     }
-                    let pause = TimeSpan(milliseconds: min(max(backoff.milliseconds, retryAfter.milliseconds), Int64(giveUp.remainingMilliseconds) + 1))
-                    sleep(pause)
-                    backoff = TimeSpan(milliseconds: min(backoff.milliseconds * 2, SyncLimits.busyRetryCap.milliseconds))
+                    sleep(backoff.pause(retryAfter: retryAfter, until: giveUp))
                     continue
                 case let .refused(r):
                     if r.reason == .wrongPeer, let hint = r.device, hint != guess, !followedHint {
@@ -137,9 +137,14 @@ public final class SyncClient {
     /// TCP connect and TLS handshake. Nobody listening: exit 69 with the standard message.
     private func open(_ address: HostPort, identity: [UInt8], key: SecretBytes) throws -> FrameChannel {
         let sock: TCPSocket
-        do { sock = try TCPSocket.connect(to: address, timeout: SyncLimits.connectTimeout) } catch let e as SocketError {
-            emit("unreachable", [("address", .string(address.description)), ("error", .string(String(cString: strerror(e.code))))])
-            throw SyncClient.noPeer(address)
+        if let f = found, f.candidate.address == address {
+            found = nil
+            sock = f.socket
+        } else {
+            do { sock = try TCPSocket.connect(to: try LocalNames.resolve(address), timeout: SyncLimits.connectTimeout) } catch let e as SocketError {
+                emit("unreachable", [("address", .string(address.description)), ("error", .string(String(cString: strerror(e.code))))])
+                throw SyncClient.noPeer(address)
+            }
         }
         let conn = try TLSConnection(client: sock, context: context, identity: identity, key: key)
         do {
@@ -152,7 +157,7 @@ public final class SyncClient {
             // Said once: the TLS error's own context already names the handshake and the address.
             throw ToolError(.unavailable, "TLS handshake with \(address) failed: \(e.reasonText.isEmpty ? "no reason given" : e.reasonText) (is a family-sync peer listening there?)")
         }
-        return FrameChannel(conn)
+        return FrameChannel(conn, clock: clock.monotonic)
     }
 
     enum Notice {
@@ -175,7 +180,8 @@ public final class SyncClient {
         do {
             switch f.type {
             case .busy:
-                let ms = (try? FieldReader(f).int("retryAfterMs", max: 60_000)) ?? SyncLimits.busyRetryHint.milliseconds
+                // A missing or unreadable hint counts as none: our own backoff decides.
+                let ms = (try? FieldReader(f).int("retryAfterMs", max: Int64.max)) ?? 0
                 return .busy(retryAfter: TimeSpan(milliseconds: ms))
             case .refused:
                 return .refused(try RefusalMessage(f))
@@ -198,16 +204,31 @@ public final class SyncClient {
 
     /// The "Sync Now" pass: the peers this store reached before, at their
     /// last known addresses, most recent first, until one session completes.
+    /// At the same time, this family's service is browsed for on the local
+    /// network (`PeerFinder`): the first that answers is synced with, and the
+    /// address it was found at is remembered when the session completes.
     public func syncNow(wait: TimeSpan) throws -> SyncSummary {
-        _ = try requireFamily()
+        let fam = try requireFamily()
         let peers = try store.knownPeers()
-        guard !peers.isEmpty else {
-            throw ToolError(.unavailable, "no known peer yet: give HOST:PORT once (each peer reached is remembered)")
-        }
         let giveUp = Deadline(after: wait)
+        let me = try store.deviceID
+        let known = peers.compactMap { p in p.lastAddress.flatMap(HostPort.init(parsing:)).map { ($0, Optional(p.deviceID)) } }
+        let recognise = try store.familySecret().map {
+            try DiscoveryTags(familyKey: $0, family: fam.id).recogniser(devices: try store.devices().filter { $0.revokedAt == nil }.map(\.deviceID), me: me, now: clock.now())
+        }
+        let winner = try PeerFinder.find(known: known, recognise: recognise, what: "device of family \(fam.id)", observer: observer)
+        found = winner
         var failures: [String] = []
         var allBusy = true
-        for p in peers {
+        do {
+            let left = TimeSpan(milliseconds: max(0, Int64(giveUp.remainingMilliseconds)))
+            return try sync(with: winner.candidate.address, wait: left, expected: winner.candidate.device)
+        } catch let e as ToolError where e.status == .unavailable || e.status == .tempFail {
+            if e.status != .tempFail { allBusy = false }
+            failures.append(e.message)
+        }
+        found = nil
+        for p in peers where p.lastAddress != winner.candidate.address.description {
             guard let addr = p.lastAddress.flatMap(HostPort.init(parsing:)) else { continue }
             emit("trying", [("peer", .string(p.deviceID)), ("address", .string(addr.description))])
             do {
@@ -226,7 +247,10 @@ public final class SyncClient {
     /// Redeems `offer` at `address`: proves the nonce, sends JOIN, and on
     /// WELCOME stores the family, its key and this device's key, then runs a
     /// first sync on the same connection. Any refusal leaves the store as it was.
-    public func join(offer: PairingOffer, at address: HostPort, wait: TimeSpan) throws -> SyncSummary {
+    /// With `browse`, the owner's service is browsed for at the same time
+    /// (it names the offer by a tag only its holder recognises), so an offer
+    /// whose address went stale, or that carries none, still finds the owner.
+    public func join(offer: PairingOffer, at given: HostPort?, browse: Bool, wait: TimeSpan) throws -> SyncSummary {
         let me = try store.deviceID
         // A store revoked from this family may join it again with a new offer.
         var rejoining = false
@@ -239,23 +263,32 @@ public final class SyncClient {
             }
             rejoining = true
         }
+        let address: HostPort
+        if browse || given == nil {
+            let recognise = try DiscoveryTags.offerRecogniser(nonce: offer.nonce, family: offer.family, owner: nil, now: clock.now())
+            let winner = try PeerFinder.find(known: given.map { [($0, nil)] } ?? [], recognise: recognise,
+                                             what: "owner's device for this offer", observer: observer)
+            found = winner
+            address = winner.candidate.address
+        } else {
+            address = given!
+        }
         let identity = SessionIdentity.pair(family: offer.family, tag: try SessionKeys.offerTag(nonce: offer.nonce, family: offer.family))
         let key = try SessionKeys.pairingPSK(nonce: offer.nonce, family: offer.family)
         let giveUp = Deadline(after: wait)
-        var backoff = SyncLimits.busyRetryFirst
+        var backoff = BusyBackoff()
         var attempt = 0
         while true {
             attempt += 1
             let channel = try open(address, identity: identity.bytes, key: key)
             if !channel.tls.isAuthenticated {
                 switch try readNotice(channel, from: address) {
-                case .busy:
+                case let .busy(retryAfter):
                     emit("busy", [("address", .string(address.description)), ("attempt", .int(attempt))])
                     guard !giveUp.hasPassed else {
                         throw ToolError(.tempFail, "\(address) is busy syncing with another device; gave up after \(wait) (\(attempt) tries)")
                     }
-                    sleep(TimeSpan(milliseconds: min(backoff.milliseconds, Int64(giveUp.remainingMilliseconds) + 1)))
-                    backoff = TimeSpan(milliseconds: min(backoff.milliseconds * 2, SyncLimits.busyRetryCap.milliseconds))
+                    sleep(backoff.pause(retryAfter: retryAfter, until: giveUp))
                     continue
                 case let .refused(r):
                     emit("refused", [("address", .string(address.description)), ("reason", .string(r.reason.rawValue)), ("message", .string(r.message))])
@@ -283,11 +316,16 @@ public final class SyncClient {
                     throw ToolError(.noPermission, "refused by \(address): \(r.message) (\(r.reason.rawValue)); nothing was stored")
                 case .error:
                     let m = (try? FieldReader(reply).string("message", maxBytes: 1024)) ?? ""
+                    _ = channel.tls.shutdown(deadline: Deadline(after: SyncLimits.errorCloseTimeout))
                     throw ToolError(.dataError, "\(address) reported a protocol error: \(m); nothing was stored")
                 default:
                     throw ProtocolError("expected WELCOME or REFUSED, got \(reply.type.name)")
                 }
             } catch let e as ProtocolError {
+                // ERROR, then close_notify (docs/protocol.md §6).
+                channel.send(.error, json: .object([("message", .string(e.message))]))
+                try? channel.drain(deadline: Deadline(after: SyncLimits.errorCloseTimeout))
+                _ = channel.tls.shutdown(deadline: Deadline(after: SyncLimits.errorCloseTimeout))
                 throw ToolError(.dataError, "protocol error from \(address): \(e.message); nothing was stored")
             } catch let e as TLSError {
                 throw ToolError(.unavailable, "connection to \(address) lost during the join (\(e.description)); nothing was stored")
@@ -314,5 +352,19 @@ public final class SyncClient {
                 throw ToolError(e.status, "joined family \(fam.id), but the first sync failed: \(e.message)")
             }
         }
+    }
+}
+
+/// How long a client waits before trying a busy peer again (docs/protocol.md
+/// §7.10): the longer of its own backoff (0.5 s, doubling to 8 s) and the
+/// server's `retryAfterMs` (heeded up to 60 s), never past the deadline.
+struct BusyBackoff {
+    private(set) var backoff = SyncLimits.busyRetryFirst
+
+    mutating func pause(retryAfter: TimeSpan, until giveUp: Deadline) -> TimeSpan {
+        let hint = min(max(retryAfter.milliseconds, 0), SyncLimits.busyRetryAfterCap.milliseconds)
+        let wait = max(backoff.milliseconds, hint)
+        backoff = TimeSpan(milliseconds: min(backoff.milliseconds * 2, SyncLimits.busyRetryCap.milliseconds))
+        return TimeSpan(milliseconds: min(wait, Int64(giveUp.remainingMilliseconds) + 1))
     }
 }

@@ -34,6 +34,8 @@ public enum SyncLimits {
     public static let handshakeTimeout = TimeSpan.seconds(10)
     public static let noticeTimeout = TimeSpan.seconds(10)
     public static let closeTimeout = TimeSpan.seconds(5)
+    /// After a protocol error: how long ERROR and close_notify may take to go out.
+    public static let errorCloseTimeout = TimeSpan.seconds(1)
     /// Clock difference beyond which the skew is reported (the LWW clamp's window).
     public static let reportedClockSkew = LWW.maxClockSkew
     /// How long `connect` keeps retrying a busy peer unless `--wait` says otherwise,
@@ -41,6 +43,9 @@ public enum SyncLimits {
     public static let defaultBusyWait = TimeSpan.minutes(1)
     public static let busyRetryFirst = TimeSpan(milliseconds: 500)
     public static let busyRetryCap = TimeSpan.seconds(8)
+    /// The longest a server's `retryAfterMs` hint is heeded, so a hostile or
+    /// broken one cannot park a client past any sensible `--wait`.
+    public static let busyRetryAfterCap = TimeSpan.seconds(60)
     /// The delay a busy server suggests before the next try.
     public static let busyRetryHint = TimeSpan.seconds(1)
     /// Connections `serve` holds before they authenticate (accepted, in their

@@ -25,16 +25,19 @@ public struct SyncOptions: Sendable {
 
 /// The session's idea of the current time: the tool's `now` (the system
 /// clock, or `--now`) advanced by the monotonic time elapsed since, so a
-/// replayed `--now` still moves forward during a long session.
+/// replayed `--now` still moves forward during a long session. The
+/// monotonic clock is also what the session's timers read.
 public struct SyncClock: Sendable {
     public let base: Timestamp
     public let start: Deadline
-    public init(base: Timestamp) {
+    public let monotonic: MonotonicClock
+    public init(base: Timestamp, monotonic: MonotonicClock = .system) {
         self.base = base
-        self.start = Deadline.now()
+        self.monotonic = monotonic
+        self.start = monotonic.now()
     }
     public func now() -> Timestamp {
-        base.adding(TimeSpan(milliseconds: Deadline.now().milliseconds(since: start)))
+        base.adding(TimeSpan(milliseconds: monotonic.now().milliseconds(since: start)))
     }
 }
 

@@ -48,6 +48,9 @@ public final class SyncServer {
     private let observer: SyncObserver?
     private let verifier: ProofVerifier
     private let context: TLSContext
+    /// Called once the listener is bound, with its address (port 0 resolved):
+    /// where `serve` starts advertising and records its address.
+    public var onListening: ((HostPort) throws -> Void)?
 
     /// What became of one accepted connection.
     public enum Outcome {
@@ -83,7 +86,9 @@ public final class SyncServer {
             }
             throw ToolError(.unavailable, "cannot listen on \(address): \(String(cString: strerror(e.code)))")
         }
-        let bound = listener.localAddress()?.description ?? address.description
+        let boundAddress = listener.localAddress() ?? address
+        let bound = boundAddress.description
+        try onListening?(boundAddress)
         // The handshake threads decide on identities through a store connection of their own.
         let gate = ServerGate(reader: try store.anotherConnection(), context: context, clock: clock, observer: observer)
         emit("listening", [("address", .string(bound)), ("device", .string(try store.deviceID)), ("family", .string(fam.id)),
@@ -317,7 +322,7 @@ final class ServerGate: @unchecked Sendable {
             emit("rejected", [("from", .string(from)), ("reason", .string("handshake")), ("message", .string("\(error)"))])
             return
         }
-        let channel = FrameChannel(conn)
+        let channel = FrameChannel(conn, clock: clock.monotonic)
         let noticeDeadline = min(deadline, Deadline(after: SyncLimits.closeTimeout))
         if conn.isAuthenticated, let d = decision, d.startsSession, reserved {
             pool.leave(entry)

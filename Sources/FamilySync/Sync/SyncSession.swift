@@ -6,6 +6,11 @@ struct SessionRefused: Error {
     var refusal: RefusalMessage
 }
 
+/// The peer ended the session with ERROR (its protocol error, about us).
+struct PeerReportedError: Error {
+    var message: String
+}
+
 /// The other end of a session, as far as this side knows before HELLO.
 struct SessionPeer {
     /// The device the TLS key was bound to: HELLO must name the same one.
@@ -18,6 +23,18 @@ struct SessionPeer {
     /// records can have been purged by the family, so the purge floor does
     /// not apply to them (a revoked device joining again is not new).
     var newToFamily = false
+}
+
+/// Where a session is, as the `phase` and `progress` events name it.
+enum SessionPhase: String, Sendable {
+    /// HELLO and FAMILY each way.
+    case hello
+    /// Records streaming (photo waves may already run beside them).
+    case records
+    /// Every record of the peer is in; photo waves continue.
+    case photos
+    /// Our DONE is sent; waiting for the peer's.
+    case done
 }
 
 /// One authenticated sync session, the same on both sides (docs/protocol.md,
@@ -37,13 +54,24 @@ final class SyncSession {
     private let observer: SyncObserver?
     private let verifier: ProofVerifier
     private var summary: SyncSummary
-    private let started = Deadline.now()
+    private let started: Deadline
 
-    // Records out: (sendAfter, snapshot] of our change numbers; sentFrom is where they began.
+    // Records out: the rows whose change number was in (after, snapshot] when
+    // the peer's HELLO arrived. `sendAfter` is the last change number sent;
+    // sentFrom is where they began.
     private var sendAfter: Int64 = 0
     private var sentFrom: Int64 = 0
     private var snapshot: Int64 = 0
+    private var rangeExhausted = false
+    /// Rows of that set the peer's records replaced before they were sent:
+    /// they go out (as now held) after the rest, so the set stays the one fixed at HELLO.
+    private var displaced: [Int64] = []
+    private var displacedSent = 0
     private var recordsOutDone = false
+    /// The latest `modifiedAt` (ms) each side accepts: its own HELLO clock + the
+    /// LWW clamp window. We pull ours back to the peer's before sending.
+    private var ownLimit: Int64 = 0
+    private var peerLimit: Int64 = 0
     // Records in.
     private var peerRecordsEnded = false
     /// Change numbers our store used for the peer's records this session.
@@ -63,8 +91,9 @@ final class SyncSession {
     private var peerHello: HelloMessage?
     private var doneSent: DoneMessage?
     private var peerDone: DoneMessage?
-    private var phase = "hello"
-    private var lastProgress = Deadline.now()
+    private var phase = SessionPhase.hello
+    private var lastProgress: Deadline
+    private var timers: MonotonicClock { clock.monotonic }
 
     init(store: Store, family: FamilyInfo, me: String, peer: SessionPeer, channel: FrameChannel,
          options: SyncOptions, clock: SyncClock, observer: SyncObserver?, verifier: ProofVerifier) {
@@ -77,7 +106,9 @@ final class SyncSession {
         self.options = options
         self.clock = clock
         self.observer = observer
-        self.waves = PhotoWaves(store: store, waveTimeout: options.waveTimeout)
+        self.waves = PhotoWaves(store: store, waveTimeout: options.waveTimeout, clock: clock.monotonic)
+        started = clock.monotonic.now()
+        lastProgress = started
         self.responder = PhotoResponder(store: store, faults: options.faults)
         var s = SyncSummary(side: peer.side)
         s.peer = peer.device
@@ -92,7 +123,7 @@ final class SyncSession {
     func run() throws -> SyncSummary {
         // Checkpoints run beside the session; where they cannot, the session's
         // connection does them itself, less often than usual.
-        let checkpointer = BackgroundCheckpointer.start(for: store.db)
+        let checkpointer = store.startBackgroundCheckpointer()
         let checkpointBefore = checkpointer == nil ? try store.raiseAutoCheckpoint(bytes: SyncLimits.sessionCheckpointBytes) : nil
         defer {
             checkpointer?.stop()
@@ -104,10 +135,16 @@ final class SyncSession {
             try finish()
             return summary
         } catch let e as ProtocolError {
+            // ERROR, then close_notify, so the peer can tell the end from a truncation (§6, §11).
             channel.send(.error, json: .object([("message", .string(e.message))]))
-            try? channel.drain(deadline: Deadline(after: .seconds(1)))
+            try? channel.drain(deadline: Deadline(after: SyncLimits.errorCloseTimeout))
+            _ = channel.tls.shutdown(deadline: Deadline(after: SyncLimits.errorCloseTimeout))
             emit("ended", [("outcome", .string("protocol-error")), ("message", .string(e.message))])
             throw ToolError(.dataError, "protocol error from \(peerName): \(e.message); session ended, cursors not moved")
+        } catch let e as PeerReportedError {
+            _ = channel.tls.shutdown(deadline: Deadline(after: SyncLimits.errorCloseTimeout))
+            emit("ended", [("outcome", .string("peer-error")), ("message", .string(e.message))])
+            throw ToolError(.dataError, "\(peerName) ended the session with a protocol error: \(e.message); cursors not moved")
         } catch is SessionInterrupted {
             emit("ended", [("outcome", .string("interrupted"))])
             throw ToolError(.tempFail, "interrupted; session with \(peerName) ended, cursors not moved")
@@ -120,6 +157,11 @@ final class SyncSession {
         }
     }
 
+    private func enter(_ p: SessionPhase, _ extra: [(String, JSONValue)] = []) {
+        phase = p
+        emit("phase", [("phase", .string(p.rawValue))] + extra)
+    }
+
     private var peerName: String { peer.address.map { "\(peer.device) at \($0)" } ?? peer.device }
 
     private func emit(_ name: String, _ fields: [(String, JSONValue)] = []) {
@@ -129,13 +171,13 @@ final class SyncSession {
     // MARK: Opening
 
     private func exchangeHellos() throws {
-        snapshot = try store.currentChangeSeq
+        let myClock = clock.now()
+        ownLimit = LWW.clamp(Timestamp.latest, now: myClock).milliseconds
         let (myRecv, mySent) = (try store.receivedCursor(from: peer.device), try store.sentCursor(to: peer.device))
-        let hello = HelloMessage(version: options.faults.contains(.speakVersion1) ? 1 : Int64(SyncProtocol.version), device: me, family: family.id, role: family.role, clock: clock.now(),
-                                 epoch: try store.familyEpoch, after: myRecv, sent: mySent, changes: snapshot)
+        let hello = HelloMessage(version: options.faults.contains(.speakVersion1) ? 1 : Int64(SyncProtocol.version), device: me, family: family.id, role: family.role, clock: myClock,
+                                 epoch: try store.familyEpoch, after: myRecv, sent: mySent, changes: try store.currentChangeSeq)
         channel.send(.hello, json: hello.json)
-        let deadline = Deadline(after: SyncLimits.idleTimeout)
-        let f = try nextFrame(deadline: deadline, expecting: "HELLO")
+        let f = try nextFrame(expecting: "HELLO")
         if f.type == .refused, peer.side == .client { throw SessionRefused(refusal: try RefusalMessage(f)) }
         guard f.type == .hello else { throw ProtocolError("expected HELLO, got \(f.type.name)") }
         let h = try HelloMessage(f)
@@ -145,6 +187,9 @@ final class SyncSession {
             throw ProtocolError("HELLO says role '\(h.role.rawValue)', but \(family.ownerDevice) is the family's owner")
         }
         peerHello = h
+        // The set of records we send is fixed now (§7.2), and so is the peer's limit (§7.4).
+        snapshot = try store.currentChangeSeq
+        peerLimit = LWW.clamp(Timestamp.latest, now: h.clock).milliseconds
         summary.clockSkewMilliseconds = h.clock.milliseconds - clock.now().milliseconds
         // The peer says how far of our changes it holds. More than we ever made
         // means our store went back in time (a restore): send everything. So
@@ -197,33 +242,45 @@ final class SyncSession {
         message.waitingFor = ack?.waitingFor ?? []
         if family.role == .owner { message.purgeFloor = try store.purgeFloor }
         channel.send(.family, json: message.json)
-        let g = try nextFrame(deadline: Deadline(after: SyncLimits.idleTimeout), expecting: "FAMILY")
+        let g = try nextFrame(expecting: "FAMILY")
         guard g.type == .family else { throw ProtocolError("expected FAMILY, got \(g.type.name)") }
         try apply(try FamilyMessage(g), from: h)
-        phase = "records"
-        emit("phase", [("phase", .string("records"))])
+        enter(.records)
     }
 
-    /// The next frame, answering nothing but skipping keepalives.
-    private func nextFrame(deadline: Deadline, expecting what: String) throws -> Frame {
+    /// The next frame, skipping keepalives, and sending ours while we wait
+    /// (§8: after 10 s of sending nothing, in every phase).
+    private func nextFrame(expecting what: String) throws -> Frame {
         while true {
             var frames = channel.takeStash()
-            if frames.isEmpty, let f = try channel.receive(deadline: deadline) { frames = [f] + channel.takeStash() }
             if frames.isEmpty {
-                if channel.peerClosed != nil { throw TLSError(.io, "\(peerName) closed the connection before \(what)") }
-                continue
+                try checkPeerClosed(before: what)
+                if SyncStop.isRequested { throw SessionInterrupted() }
+                try keepAlive()
+                frames = try channel.turn(waitMilliseconds: waitMilliseconds())
             }
+            guard !frames.isEmpty else { continue }
             let f = frames.removeFirst()
             channel.stash = frames
             if f.type == .ping { continue }
-            if f.type == .error { throw peerReportedError(f) }
+            if f.type == .error { throw PeerReportedError(message: peerErrorMessage(f)) }
             return f
         }
     }
 
-    private func peerReportedError(_ f: Frame) -> ToolError {
+    /// A closed connection before the session's end: a clean close in the
+    /// middle of a frame is a protocol error; any other close means the peer
+    /// vanished (an unclean one cannot be told from a lost connection) (§6).
+    private func checkPeerClosed(before what: String) throws {
+        guard let clean = channel.peerClosed else { return }
+        if clean && channel.closedMidFrame { throw ProtocolError("the connection was closed (close_notify) in the middle of a frame") }
+        let how = clean ? "closed the connection" : "the connection ended without a TLS close"
+        throw TLSError(.io, channel.closedMidFrame ? "\(how) in the middle of a frame" : "\(how) before \(what)")
+    }
+
+    private func peerErrorMessage(_ f: Frame) -> String {
         let m = (try? FieldReader(f).string("message", maxBytes: 1024)) ?? "(no message)"
-        return ToolError(.dataError, "\(peerName) ended the session with a protocol error: \(m); cursors not moved")
+        return String(m.unicodeScalars.filter { $0.value >= 0x20 && $0.value != 0x7F }.map(Character.init))
     }
 
     /// Applies the peer's FAMILY. The owner takes nothing from a member's
@@ -295,10 +352,7 @@ final class SyncSession {
             for f in pending { try handle(f) }
             pending = []
             if doneSent != nil, peerDone != nil { return }
-            if channel.peerClosed != nil {
-                let why = channel.closedMidFrame ? "closed the connection in the middle of a frame" : "closed the connection before DONE"
-                throw TLSError(.io, "the peer \(why)")
-            }
+            try checkPeerClosed(before: "DONE")
             if SyncStop.isRequested { throw SessionInterrupted() }
             try produce()
             try checkTimers()
@@ -311,35 +365,58 @@ final class SyncSession {
     private func waitMilliseconds() -> Int32 {
         var d = channel.lastSent.adding(SyncLimits.keepaliveInterval)
         if let w = waves.timeoutDeadline, w < d { d = w }
-        return max(1, min(d.remainingMilliseconds, 250))
+        return max(1, min(timers.remainingMilliseconds(until: d), 250))
     }
 
     private func produce() throws {
-        // Our records, from the peer's cursor up to the snapshot.
+        // Our records: the set fixed at the peer's HELLO.
         while !recordsOutDone && channel.backlog < SyncLimits.outputHighWater {
-            let b = try store.exportRecordBatch(after: sendAfter, upTo: snapshot, maxCount: SyncLimits.recordBatchCount, maxBytes: SyncLimits.recordBatchBytes)
-            if b.count == 0 {
+            guard let b = try nextOutgoingBatch() else {
                 channel.send(.recordsEnd, json: .object([("count", .int(summary.recordsSent)), ("after", .int(sentFrom))]))
                 recordsOutDone = true
                 break
             }
+            if !b.clamped.isEmpty {
+                // Later than the peer accepts: sent pulled back to its limit, and kept so here (§7.4).
+                seqsUsedForPeer += try store.write { try store.adoptClampedInTransaction(b.clamped) }
+                summary.recordsClamped += Int64(b.clamped.count)
+            }
             channel.send(.records, b.payload)
             summary.recordsSent += Int64(b.count)
-            sendAfter = b.lastSeq
         }
         // Answers to the peer's photo requests.
         if peerDone == nil { try responder.produce(channel) }
         summary.photosSent = responder.sent
         // Our own photo waves, from the peer's first records on.
         if !waves.finished {
-            if peerRecordsEnded && phase != "photos" {
-                phase = "photos"
-                emit("phase", [("phase", .string("photos")), ("photosWanted", .int(Int64(try store.wantedPhotoCount()) + waves.received))])
+            if peerRecordsEnded && phase != .photos {
+                enter(.photos, [("photosWanted", .int(Int64(try store.wantedPhotoCount()) + waves.received))])
             }
             let n = try waves.advance(channel, recordsComplete: peerRecordsEnded)
             if n > 0 { emit("wave", [("wave", .int(waves.waveNumber)), ("requested", .int(n))]) }
         }
         try sendDoneIfReady()
+    }
+
+    /// The next batch of the set: rows still in (sendAfter, snapshot] by change
+    /// number, then the displaced ones. Nil when all are out.
+    private func nextOutgoingBatch() throws -> OutgoingBatch? {
+        if !rangeExhausted {
+            let b = try store.exportRecordBatch(after: sendAfter, upTo: snapshot, maxCount: SyncLimits.recordBatchCount,
+                                                maxBytes: SyncLimits.recordBatchBytes, clampAbove: peerLimit)
+            if b.count > 0 {
+                sendAfter = b.lastSeq
+                return b
+            }
+            rangeExhausted = true
+        }
+        while displacedSent < displaced.count {
+            let rows = displaced[displacedSent..<min(displaced.count, displacedSent + SyncLimits.recordBatchCount)]
+            let (b, used) = try store.exportRecordRows(rows, maxBytes: SyncLimits.recordBatchBytes, clampAbove: peerLimit)
+            displacedSent += used
+            if b.count > 0 { return b }
+        }
+        return nil
     }
 
     private func sendDoneIfReady() throws {
@@ -354,7 +431,7 @@ final class SyncSession {
         channel.send(.done, json: d.json)
         doneSent = d
         summary.localDigest = d.digest
-        phase = "done"
+        phase = .done
         emit("done-sent", [("digest", .string(d.digest))])
     }
 
@@ -363,10 +440,15 @@ final class SyncSession {
         if n > 0 {
             emit("wave-timeout", [("wave", .int(waves.waveNumber)), ("unavailable", .int(n)), ("afterMs", .int(options.waveTimeout.milliseconds))])
         }
-        if channel.lastReceived.adding(SyncLimits.idleTimeout).hasPassed {
+        try keepAlive()
+    }
+
+    /// A silent peer has vanished; a side that has sent nothing for a while pings.
+    private func keepAlive() throws {
+        if timers.hasPassed(channel.lastReceived.adding(SyncLimits.idleTimeout)) {
             throw TLSError(.timeout, "\(peer.device) sent nothing for \(SyncLimits.idleTimeout)")
         }
-        if channel.backlog == 0, channel.lastSent.adding(SyncLimits.keepaliveInterval).hasPassed {
+        if channel.backlog == 0, timers.hasPassed(channel.lastSent.adding(SyncLimits.keepaliveInterval)) {
             channel.send(.ping, [])
         }
     }
@@ -419,47 +501,64 @@ final class SyncSession {
         case .ping:
             break
         case .error:
-            throw peerReportedError(f)
+            throw PeerReportedError(message: peerErrorMessage(f))
         case .hello, .family, .refused, .busy, .join, .welcome:
             throw ProtocolError("unexpected \(f.type.name) in the middle of a session")
         }
     }
 
-    /// One RECORDS batch: every line must be a valid record, or nothing of it
-    /// is applied; then the batch is applied by the LWW rule in one transaction.
+    /// One RECORDS batch (§7.4): every line is exactly one record object
+    /// ended by 0x0A (no blank line, no CR, no bytes around the object), with
+    /// `modifiedAt` in canonical form and no later than our limit; one bad line
+    /// and nothing of the batch is applied. Then the batch is applied by the
+    /// LWW rule in one transaction.
     private func applyRecords(_ payload: [UInt8]) throws {
+        guard !payload.isEmpty else { throw ProtocolError("RECORDS frame with no records") }
+        guard payload.last == 0x0A else { throw ProtocolError("RECORDS payload does not end with a line feed (0x0A) after its last record") }
         var records: [Record] = []
         var lineNumber = 0
         var start = 0
         while start < payload.count {
-            let end = payload[start...].firstIndex(of: 0x0A) ?? payload.count
+            let end = payload[start...].firstIndex(of: 0x0A)!
             lineNumber += 1
-            if end > start {
-                let line = String(decoding: payload[start..<end], as: UTF8.self)
-                do { records.append(try Record(line: line)) } catch {
-                    throw ProtocolError("RECORDS line \(lineNumber) (record \(summary.recordsReceived + Int64(records.count) + 1)): \(error)")
-                }
+            func bad(_ problem: String) -> ProtocolError {
+                ProtocolError("RECORDS line \(lineNumber) (record \(summary.recordsReceived + Int64(records.count) + 1)): \(problem)")
             }
+            guard end > start else { throw bad("empty line") }
+            guard payload[start] == UInt8(ascii: "{"), payload[end - 1] == UInt8(ascii: "}") else {
+                throw bad(payload[end - 1] == 0x0D ? "ends with a carriage return (lines end with 0x0A alone)"
+                                                   : "bytes before or after the record object")
+            }
+            let line = String(decoding: payload[start..<end], as: UTF8.self)
+            let r: Record
+            do { r = try Record(line: line) } catch { throw bad("\(error)") }
+            // A non-canonical time would be rewritten here and leave the sender's copy different.
+            guard r.line.utf8.elementsEqual(payload[start..<end]) else { throw bad("modifiedAt: not in canonical form YYYY-MM-DDTHH:MM:SS.sssZ") }
+            guard r.modifiedAt.milliseconds <= ownLimit else {
+                throw bad("modifiedAt: \(r.modifiedAt.rfc3339) is later than this device's clock allows (\(Timestamp(milliseconds: ownLimit).rfc3339)); the sender must pull it back to that")
+            }
+            records.append(r)
             start = end + 1
         }
-        guard !records.isEmpty else { throw ProtocolError("RECORDS frame with no records") }
         if isMemberWithOwner { for r in records { idsFromOwner.insert(r.id) } }
         let now = clock.now()
-        let s = try store.write { try store.applyRemoteInTransaction(records, now: now, purgeFloor: incomingFloor) }
+        let watching: ClosedRange<Int64>? = !rangeExhausted && sendAfter < snapshot ? (sendAfter + 1)...snapshot : nil
+        let s = try store.write { try store.applyRemoteInTransaction(records, now: now, watching: watching, purgeFloor: incomingFloor) }
+        displaced += s.displaced
         summary.recordsPurged += Int64(s.purged)
         seqsUsedForPeer += Int64(s.applied)
         waves.recordsArrived()
         summary.recordsReceived += Int64(records.count)
         summary.recordsApplied += Int64(s.applied)
-        summary.recordsClamped += Int64(s.clamped)
     }
 
     private func reportProgress() {
-        guard lastProgress.adding(SyncLimits.progressInterval).hasPassed else { return }
-        lastProgress = Deadline.now()
-        let ms = max(1, Deadline.now().milliseconds(since: started))
+        let now = timers.now()
+        guard now >= lastProgress.adding(SyncLimits.progressInterval) else { return }
+        lastProgress = now
+        let ms = max(1, now.milliseconds(since: started))
         let rate = (channel.bytesSent + channel.bytesReceived) * 1000 / ms
-        emit("progress", [("phase", .string(phase)), ("wave", .int(waves.waveNumber)), ("bytesSent", .int(channel.bytesSent)),
+        emit("progress", [("phase", .string(phase.rawValue)), ("wave", .int(waves.waveNumber)), ("bytesSent", .int(channel.bytesSent)),
                           ("bytesReceived", .int(channel.bytesReceived)), ("bytesPerSecond", .int(rate)),
                           ("recordsReceived", .int(summary.recordsReceived)), ("photosReceived", .int(waves.received)),
                           ("recordsSent", .int(summary.recordsSent)), ("photosSent", .int(responder.sent)),
@@ -487,7 +586,7 @@ final class SyncSession {
         _ = channel.tls.shutdown(deadline: Deadline(after: SyncLimits.closeTimeout))
         summary.bytesSent = channel.bytesSent
         summary.bytesReceived = channel.bytesReceived
-        summary.durationMilliseconds = Deadline.now().milliseconds(since: started)
+        summary.durationMilliseconds = timers.now().milliseconds(since: started)
         emit("synced", [("peer", .string(peer.device)), ("lastSynced", .string(now.rfc3339)),
                         ("digestsEqual", .bool(mine.digest == theirs.digest))])
     }

@@ -13,9 +13,4 @@ public enum AllTools {
         ["jws-verify(1)", "pair-qr(1)", "pair-scan(1)", "merge-records(1)", "peer-sync(1)", "tombstone-gc(1)"]
             .filter { !$0.hasPrefix(name + "(") } + family
     }
-
-    /// What a tool whose work is not built yet says: it never pretends.
-    static func notImplemented(_ ctx: ToolContext) throws -> ExitStatus {
-        throw ToolError(.software, "not implemented yet")
-    }
 }

@@ -74,13 +74,13 @@ public enum JWSVerifyCommand {
 
     public static func run(_ ctx: ToolContext) throws -> ExitStatus {
         let a = ctx.args
-        let kind = SignedPayloadKind(rawValue: try a.choice("type", default: SignedPayloadKind.transaction.rawValue))!
-        let bundle = a.value("bundle-id"), products = a.values("product"), sandbox = a.flag("allow-sandbox")
+        let kind = SignedPayloadKind(rawValue: try a.choice(Option.type, default: SignedPayloadKind.transaction.rawValue))!
+        let bundle = a.value(Option.bundleID), products = a.values(Option.product), sandbox = a.flag(Option.allowSandbox)
         if bundle?.isEmpty == true { throw ToolError.usage("--bundle-id: the bundle ID is empty") }
         if products.contains("") { throw ToolError.usage("--product: a product ID is empty") }
         let givenPolicy = bundle.map { ProofPolicy(bundleID: $0, products: products, allowSandbox: sandbox) }
         // $FAMILY_SYNC_DB names the store as --db does, unless --bundle-id asks for a batch.
-        let storeMode = a.isSet("db") || a.flag("save") || (ctx.storeNamed && bundle == nil)
+        let storeMode = a.isSet(Option.db) || a.flag(Option.save) || (ctx.storeNamed && bundle == nil)
 
         if storeMode {
             guard kind == .transaction else {
@@ -89,7 +89,7 @@ public enum JWSVerifyCommand {
             if givenPolicy == nil && (!products.isEmpty || sandbox) {
                 throw ToolError.usage("--product and --allow-sandbox change the store's settings only together with --bundle-id")
             }
-            if !a.flag("save"), let f = a.argument("FILE") {
+            if !a.flag(Option.save), let f = a.argument("FILE") {
                 throw ToolError.usage("unexpected argument '\(f)': FILE is read only with --save; --db alone checks the store's kept proof")
             }
         } else if givenPolicy == nil {
@@ -100,7 +100,7 @@ public enum JWSVerifyCommand {
         // The root given now, else the one the store keeps (when there is a store yet).
         let existing = FileManager.default.fileExists(atPath: ctx.storePath) ? try ctx.store(create: false) : nil
         let verifier = try ProofRoots.verifier(ctx, store: existing)
-        if a.flag("save") { return try save(ctx, verifier: verifier, given: givenPolicy) }
+        if a.flag(Option.save) { return try save(ctx, verifier: verifier, given: givenPolicy) }
         return try check(ctx, verifier: verifier, given: givenPolicy)
     }
 
@@ -194,5 +194,20 @@ public enum JWSVerifyCommand {
         let e = try store.entitlement(verifier: verifier, now: ctx.now)
         try ctx.out.writeLine(e.json)
         return e.entitled ? .success : .negative
+    }
+}
+
+extension JWSVerifyCommand {
+    /// This tool's options, one case each (see `OptionName`).
+    public enum Option: String, OptionName {
+        case allowSandbox = "allow-sandbox"
+        case bundleID = "bundle-id"
+        case db
+        case now
+        case product
+        case quiet
+        case root
+        case save
+        case type
     }
 }

@@ -93,24 +93,24 @@ public enum MergeRecordsCommand {
     public static func run(_ ctx: ToolContext) throws -> ExitStatus {
         let a = ctx.args
         let inputs = a.positionals
-        let filters = ["id", "type", "live", "deleted"].filter { a.isSet($0) }
-        if let f = filters.first, !a.flag("export") { throw ToolError.usage("--\(f) goes with --export") }
-        if a.flag("live") && a.flag("deleted") { throw ToolError.usage("give --live or --deleted, not both") }
-        if a.flag("diff") {
-            if a.isSet("db") || a.flag("stamp") || a.flag("export") || a.isSet("add-photo") || a.isSet("backup") {
+        let filters = [Option.id, .type, .live, .deleted].filter { a.isSet($0) }.map(\.rawValue)
+        if let f = filters.first, !a.flag(Option.export) { throw ToolError.usage("--\(f) goes with --export") }
+        if a.flag(Option.live) && a.flag(Option.deleted) { throw ToolError.usage("give --live or --deleted, not both") }
+        if a.flag(Option.diff) {
+            if a.isSet(Option.db) || a.flag(Option.stamp) || a.flag(Option.export) || a.isSet(Option.addPhoto) || a.isSet(Option.backup) {
                 throw ToolError.usage("--diff compares two stores or exports: merge-records --diff A B")
             }
             guard inputs.count == 2 else { throw ToolError.usage(inputs.isEmpty ? "--diff: missing A and B" : "--diff: missing B") }
             return try RecordDiff.run(ctx, a: inputs[0], b: inputs[1])
         }
         // $FAMILY_SYNC_DB names the store as --db does; two inputs still mean pure mode.
-        let storeMode = a.isSet("db") || (ctx.storeNamed && inputs.count < 2) || a.flag("stamp") || a.flag("export")
-            || a.isSet("since") || a.isSet("cursor") || a.isSet("add-photo") || a.isSet("backup")
-        if (a.isSet("since") || a.isSet("cursor")) && !a.flag("export") {
+        let storeMode = a.isSet(Option.db) || (ctx.storeNamed && inputs.count < 2) || a.flag(Option.stamp) || a.flag(Option.export)
+            || a.isSet(Option.since) || a.isSet(Option.cursor) || a.isSet(Option.addPhoto) || a.isSet(Option.backup)
+        if (a.isSet(Option.since) || a.isSet(Option.cursor)) && !a.flag(Option.export) {
             throw ToolError.usage("--since and --cursor go with --export")
         }
-        if a.isSet("since") && a.isSet("cursor") { throw ToolError.usage("give --since or --cursor, not both") }
-        let modes = [a.flag("stamp"), a.flag("export"), a.isSet("add-photo"), a.isSet("backup")].filter { $0 }.count
+        if a.isSet(Option.since) && a.isSet(Option.cursor) { throw ToolError.usage("give --since or --cursor, not both") }
+        let modes = [a.flag(Option.stamp), a.flag(Option.export), a.isSet(Option.addPhoto), a.isSet(Option.backup)].filter { $0 }.count
         if modes > 1 { throw ToolError.usage("--stamp, --export, --add-photo and --backup are separate modes; give one") }
 
         guard storeMode else {
@@ -119,7 +119,7 @@ public enum MergeRecordsCommand {
             }
             return try runPure(ctx, local: inputs[0], remote: inputs[1])
         }
-        if let target = a.value("backup") {
+        if let target = a.value(Option.backup) {
             if let extra = inputs.first { throw ToolError.usage("unexpected argument '\(extra)' (--backup reads no records)") }
             let store = try ctx.store(create: false)
             let copy = try store.backup(to: target)
@@ -127,16 +127,16 @@ public enum MergeRecordsCommand {
                                            ("changeSeq", .int(copy.changeSeq))]))
             return .success
         }
-        if a.flag("export") {
+        if a.flag(Option.export) {
             if let extra = inputs.first { throw ToolError.usage("unexpected argument '\(extra)' (--export reads no records)") }
-        } else if a.isSet("add-photo") {
+        } else if a.isSet(Option.addPhoto) {
             // `--add-photo photos/*.jpg`: the shell's other words are photos too.
-            return try runAddPhotos(ctx, a.values("add-photo") + inputs)
+            return try runAddPhotos(ctx, a.values(Option.addPhoto) + inputs)
         } else if inputs.count > 1 {
             throw ToolError.usage("store mode applies one input; unexpected argument '\(inputs[1])'")
         }
-        if a.flag("export") { return try runExport(ctx) }
-        return try runApply(ctx, input: inputs.first ?? "-", stamping: a.flag("stamp"))
+        if a.flag(Option.export) { return try runExport(ctx) }
+        return try runApply(ctx, input: inputs.first ?? "-", stamping: a.flag(Option.stamp))
     }
 
     /// Where --explain lines go, if anywhere: standard error, or a file
@@ -152,11 +152,11 @@ public enum MergeRecordsCommand {
     }
 
     static func explainStream(_ ctx: ToolContext) throws -> ExplainSink? {
-        if let path = ctx.args.value("explain-file") {
+        if let path = ctx.args.value(Option.explainFile) {
             let file = try OutputFile(path: path)
             return ExplainSink(stream: FamilySync.OutputStream(fd: file.fd), file: file)
         }
-        return ctx.args.flag("explain") ? ExplainSink(stream: FamilySync.OutputStream(fd: 2), file: nil) : nil
+        return ctx.args.flag(Option.explain) ? ExplainSink(stream: FamilySync.OutputStream(fd: 2), file: nil) : nil
     }
 
     static func runPure(_ ctx: ToolContext, local: String, remote: String) throws -> ExitStatus {
@@ -216,25 +216,25 @@ public enum MergeRecordsCommand {
     static func runExport(_ ctx: ToolContext) throws -> ExitStatus {
         let store = try ctx.store(create: false)
         var after: Int64? = nil
-        if let s = ctx.args.value("since") {
+        if let s = ctx.args.value(Option.since) {
             guard let n = Int64(s), n >= 0 else { throw ToolError.usage("--since: '\(s)' is not a change number (a whole number, 0 or more)") }
             after = n
         }
-        let cursorPath = ctx.args.value("cursor")
+        let cursorPath = ctx.args.value(Option.cursor)
         if let cursorPath { after = try readCursor(cursorPath) }
         let nl: [UInt8] = [0x0A]
         let filter = try ExportFilter(ctx.args)
         if let after {
             // One read transaction, so the cursor matches exactly what was written.
-            try store.db.execute("BEGIN")
-            defer { try? store.db.execute("COMMIT") }
-            let last = try store.forEachChange(afterSeq: after) { line, _ in
-                guard try filter.keeps(line) else { return }
-                try ctx.out.write(line)
-                try ctx.out.write(nl)
+            try store.read {
+                let last = try store.forEachChange(afterSeq: after) { line, _ in
+                    guard try filter.keeps(line) else { return }
+                    try ctx.out.write(line)
+                    try ctx.out.write(nl)
+                }
+                try ctx.out.flush()
+                if let cursorPath { try writeCursor(cursorPath, last) }
             }
-            try ctx.out.flush()
-            if let cursorPath { try writeCursor(cursorPath, last) }
         } else {
             try store.forEachRecordLine { line in
                 guard try filter.keeps(line) else { return }
@@ -276,6 +276,28 @@ public enum MergeRecordsCommand {
     }
 }
 
+extension MergeRecordsCommand {
+    /// This tool's options, one case each (see `OptionName`).
+    public enum Option: String, OptionName {
+        case addPhoto = "add-photo"
+        case cursor
+        case db
+        case explain
+        case explainFile = "explain-file"
+        case export
+        case now
+        case quiet
+        case since
+        case stamp
+        case backup
+        case deleted
+        case diff
+        case id
+        case live
+        case type
+    }
+}
+
 /// --export's filters: ids, types, live or deleted. Without any, every
 /// line is kept without being parsed.
 struct ExportFilter {
@@ -285,10 +307,10 @@ struct ExportFilter {
     var deleted: Bool
 
     init(_ a: ParsedArguments) throws {
-        ids = Set(a.values("id"))
-        types = Set(a.values("type"))
-        live = a.flag("live")
-        deleted = a.flag("deleted")
+        ids = Set(a.values(MergeRecordsCommand.Option.id))
+        types = Set(a.values(MergeRecordsCommand.Option.type))
+        live = a.flag(MergeRecordsCommand.Option.live)
+        deleted = a.flag(MergeRecordsCommand.Option.deleted)
     }
 
     var isEmpty: Bool { ids.isEmpty && types.isEmpty && !live && !deleted }

@@ -8,7 +8,7 @@ public enum PairQRCommand {
         name: "pair-qr",
         abstract: "Make a one-time pairing offer and draw it as a QR code",
         discussion: """
-            pair-qr registers a fresh one-time pairing offer in the owner's store and prints it as one line of JSON on standard output: family (the family UUID), nonce (160 bits from the kernel's random generator, in base32), expiresAt, addr (the owner's HOST:PORT, or null) and qr (the exact text in the code). On a store that has no family yet, it first creates one, with this device as its owner.
+            pair-qr registers a fresh one-time pairing offer in the owner's store and prints it as one line of JSON on standard output: family (the family UUID), nonce (160 bits from the kernel's random generator, in base32), expiresAt, addr (the owner's HOST:PORT: --addr, else where this store's peer-sync serve listens, else this host's primary address on port 7433) and qr (the exact text in the code). On a store that has no family yet, it first creates one, with this device as its owner.
 
             The code carries about 100 characters of upper-case ASCII in QR's alphanumeric mode, never more than 120: FS1/FAMILY/NONCE/EXPIRES/HOST:PORT, where FS1 is the format version and EXPIRES is in Unix seconds. It grants nothing by itself: a device redeems it with peer-sync join, in a live handshake with the owner's device, while the offer is open, and only once. Every call makes a new nonce; offers are never reused.
 
@@ -19,7 +19,8 @@ public enum PairQRCommand {
         options: [
             CommonOptions.db,
             OptionSpec("ttl", valueName: "DURATION", help: "How long the offer stays open (at most 1d).", default: "10m"),
-            OptionSpec("addr", valueName: "HOST:PORT", help: "The address members reach this device at, carried in the code (an IPv6 host without brackets)."),
+            OptionSpec("addr", valueName: "HOST:PORT", help: "The address members reach this device at, carried in the code (an IPv6 host without brackets).",
+                       default: "where this store's peer-sync serve listens, else this host's primary address on port 7433"),
             OptionSpec("output", short: "o", valueName: "FILE", help: "Write the code to FILE; its format comes from --format, else from FILE's extension (.png, .svg, .txt; another is a usage error), else PNG. A regular FILE is replaced atomically, a symbolic link's target is replaced, a FIFO or character device is written straight through.", completion: .file),
             OptionSpec("format", valueName: "FORMAT", help: "How to draw the code: png or svg (need -o), text (to FILE, or stderr), terminal (stderr).",
                        default: "terminal, or from FILE", completion: .values(formats)),
@@ -40,4 +41,22 @@ public enum PairQRCommand {
         ],
         seeAlso: AllTools.seeAlso(except: "pair-qr")
     )
+}
+
+extension PairQRCommand {
+    /// This tool's options, one case each (see `OptionName`).
+    public enum Option: String, OptionName {
+        case addr
+        case close
+        case db
+        case format
+        case level
+        case list
+        case margin
+        case now
+        case output
+        case quiet
+        case size
+        case ttl
+    }
 }

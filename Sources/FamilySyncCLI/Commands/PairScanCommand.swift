@@ -32,3 +32,14 @@ public enum PairScanCommand {
         seeAlso: AllTools.seeAlso(except: "pair-scan") + ["zbarimg(1)"]
     )
 }
+
+extension PairScanCommand {
+    /// This tool's options, one case each (see `OptionName`).
+    public enum Option: String, OptionName {
+        case now
+        case quiet
+        case raw
+        case bytes
+        case json
+    }
+}

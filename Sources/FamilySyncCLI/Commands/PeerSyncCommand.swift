@@ -41,6 +41,7 @@ public enum PeerSyncCommand {
                   OptionSpec("listen", valueName: "HOST:PORT", help: "The address to listen on; port 0 picks a free port (see the 'listening' event).",
                              default: "0.0.0.0:\(SyncLimits.defaultPort)"),
                   .flag("once", help: "Exit after the first session (not after a refusal or a busy reply), with that session's status."),
+                  .flag("no-advertise", help: "Do not announce this device with DNS-SD on the local network (it is never announced when listening on loopback)."),
                   waveTimeout, events, root, CommonOptions.now, CommonOptions.quiet, faultSkipPhotoReplies, faultVersion1],
         examples: [Example("Serve the owner's device on the default port:", "peer-sync serve --db owner.db")]
     )
@@ -111,6 +112,25 @@ public enum PeerSyncCommand {
         examples: [Example("Which devices have synced lately?", "peer-sync status --db owner.db | jq '.devices[] | {device, lastSynced}'")]
     )
 
+    static let discover = CommandSpec(
+        name: "discover",
+        abstract: "List the family's devices answering on the local network now",
+        discussion: """
+        Browses for the family's DNS-SD service (_family-sync._tcp over \
+        multicast DNS) on every interface that is up, for --timeout, and \
+        prints one JSON object: the interfaces browsed, how long, and each \
+        family device that answered (device, role, address, interface). The \
+        service's names are tags made from the family key that change every \
+        day, so only members recognise them; other services of the same type \
+        are only counted (others). Exits 0 when a family device answered, 1 \
+        when none did.
+        """,
+        options: [CommonOptions.db,
+                  OptionSpec("timeout", valueName: "DURATION", help: "How long to browse.", default: PeerFinder.browseTime.description),
+                  CommonOptions.now],
+        examples: [Example("Which family devices are on this network?", "peer-sync discover --db kid.db | jq -c '.devices[]'")]
+    )
+
     public static let spec = CommandSpec(
         name: "peer-sync",
         abstract: "Sync with one paired device at a time over TLS on the local network",
@@ -135,13 +155,14 @@ public enum PeerSyncCommand {
         bytes) that is cleared when the session ends; serve's listening line \
         and one line per session stay. --events gets every event as NDJSON.
         """,
-        subcommands: [serve, join, connect, revoke, status],
+        subcommands: [serve, join, connect, discover, revoke, status],
         seeAlso: AllTools.seeAlso(except: "peer-sync"),
         extraSections: [
             ("Summary", """
             Each session prints one JSON object on standard output: peer (the \
             other device's ID), address, side (client or server), joined, \
-            records {sent, received, applied, clamped}, photos {sent, received, \
+            records {sent, received, applied, clamped: sent with modifiedAt \
+            pulled back to the peer's clock + 5 minutes, and kept so}, photos {sent, received, \
             unavailable, wanted, waves}, bytes {sent, received, perSecond}, \
             durationMs, clockSkew {ms, reported}, lastSynced, proof {sent, \
             received {state: none, known, kept, rejected or not-judged}}, and digest \
@@ -180,22 +201,27 @@ public enum PeerSyncCommand {
         case "connect": return try runConnect(ctx)
         case "revoke": return try runRevoke(ctx)
         case "status": return try runStatus(ctx)
-        default: throw ToolError.usage("missing command (one of: serve, join, connect, revoke, status)")
+        case "discover": return try runDiscover(ctx)
+        default: throw ToolError.usage("missing command (one of: serve, join, connect, discover, revoke, status)")
         }
     }
 
     // MARK: Shared plumbing
 
     static func options(_ ctx: ToolContext) throws -> SyncOptions {
+        // Shared by serve, join and connect, which declare different options.
+        let a = ctx.args
         var faults: SyncFaults = []
-        if ctx.args.flag(faultSkipPhotoReplies.long) { faults.insert(.skipPhotoReplies) }
-        if ctx.args.flag(faultVersion1.long) { faults.insert(.speakVersion1) }
-        return SyncOptions(waveTimeout: try ctx.args.timeSpan("wave-timeout", default: SyncLimits.defaultWaveTimeout), faults: faults)
+        if a.declares(Option.faultInjectSkipPhotoReplies) && a.flag(Option.faultInjectSkipPhotoReplies) { faults.insert(.skipPhotoReplies) }
+        if a.declares(Option.faultInjectProtocolVersion1) && a.flag(Option.faultInjectProtocolVersion1) { faults.insert(.speakVersion1) }
+        let wave = a.declares(Option.waveTimeout) ? try a.timeSpan(Option.waveTimeout, default: SyncLimits.defaultWaveTimeout) : SyncLimits.defaultWaveTimeout
+        return SyncOptions(waveTimeout: wave, faults: faults)
     }
 
     /// `--wait`: a duration, 0 included (one try, no retry).
     static func waitSpan(_ ctx: ToolContext) throws -> TimeSpan {
-        try ctx.args.timeSpan("wait", default: SyncLimits.defaultBusyWait, allowZero: true)
+        guard ctx.args.declares(Option.wait) else { return SyncLimits.defaultBusyWait }
+        return try ctx.args.timeSpan(Option.wait, default: SyncLimits.defaultBusyWait, allowZero: true)
     }
 
     /// The proof verifier: --root, else the store's kept root, else Apple's.
@@ -207,7 +233,7 @@ public enum PeerSyncCommand {
     /// peer never listens there.
     static func address(_ text: String, option: String, portZero: Bool = false) throws -> HostPort {
         guard let a = HostPort(parsing: text) else { throw ToolError.usage("\(option): '\(text)' is not HOST:PORT") }
-        if a.port == 0 && !portZero {
+        if !a.isConnectable && !portZero {
             throw ToolError.usage("\(option): '\(text)': port 0 is not a port a peer listens on (the default is \(SyncLimits.defaultPort))")
         }
         return a
@@ -215,7 +241,7 @@ public enum PeerSyncCommand {
 
     /// Events to --events as NDJSON, progress to a terminal, warnings to stderr.
     static func observer(_ ctx: ToolContext) throws -> (SyncObserver, EventLog?) {
-        let log = try ctx.args.value("events").map { try EventLog(path: $0) }
+        let log = try (ctx.args.declares(Option.events) ? ctx.args.value(Option.events) : nil).map { try EventLog(path: $0) }
         let view = SyncProgressView(ctx)
         let obs: SyncObserver = { e in
             log?.write(e.json(time: Timestamp.current()))
@@ -224,11 +250,14 @@ public enum PeerSyncCommand {
             case "clock-skew":
                 let ms = e.fields.first { $0.0 == "ms" }?.1.int64Value ?? 0
                 ctx.endProgress()
-                ctx.warn("the peer's clock is \(describe(ms: abs(ms))) \(ms > 0 ? "ahead of" : "behind") this device's; its future times are clamped")
+                // Whichever side's clock is later, its versions past the other's clock + 5 minutes are pulled back to that on both.
+                ctx.warn("the peer's clock is \(describe(ms: abs(ms))) \(ms > 0 ? "ahead of" : "behind") this device's; "
+                         + (ms > 0 ? "its" : "this device's") + " versions later than " + (ms > 0 ? "this device's" : "the peer's")
+                         + " clock + 5 minutes are pulled back to that on both devices")
             case "proof" where e.fields.first(where: { $0.0 == "state" })?.1.stringValue == "rejected":
                 func field(_ k: String) -> String { e.fields.first { $0.0 == k }?.1.stringValue ?? "" }
                 ctx.endProgress()
-                let hint = field("reason") == "untrusted-chain" && ctx.args.values("root").isEmpty
+                let hint = field("reason") == "untrusted-chain" && ctx.args.values(Option.root).isEmpty
                     ? "; if it is signed by another root, give --root CERT once (with join or jws-verify --save) and the store keeps it" : ""
                 ctx.warn("the peer's proof was rejected (\(field("reason")): \(field("detail"))); this device's entitlement is unchanged\(hint)")
             case "warning":
@@ -265,16 +294,26 @@ public enum PeerSyncCommand {
     // MARK: serve
 
     static func runServe(_ ctx: ToolContext) throws -> ExitStatus {
-        let listen = try address(ctx.args.value("listen") ?? "0.0.0.0:\(SyncLimits.defaultPort)", option: "--listen", portZero: true)
+        let listen = try address(ctx.args.value(Option.listen) ?? "0.0.0.0:\(SyncLimits.defaultPort)", option: "--listen", portZero: true)
         let opts = try options(ctx)
         let store = try ctx.store(create: false)
         let lock = try ServeLock(storePath: store.path)
         defer { withExtendedLifetime(lock) {} }
-        let (obs, _) = try observer(ctx)
+        let (progress, _) = try observer(ctx)
+        let log = ServiceLog(ctx)
+        let obs: SyncObserver = { e in progress(e); log.event(e) }
         installStopHandlers()
         let server = try SyncServer(store: store, options: opts, now: ctx.now, observer: obs, verifier: try verifier(ctx))
-        let status = try server.run(listen: listen, once: ctx.args.flag("once")) { result in
+        var responder: MDNSResponder?
+        defer { responder?.stop() }
+        server.onListening = { bound in
+            try store.write { try store.setMeta(Store.serveAddressKey, bound.description) }
+            log.line("listening on \(bound)")
+            if !ctx.args.flag(Option.noAdvertise) { responder = startResponder(ctx, store: store, listen: listen, port: bound.port, log: log) }
+        }
+        let status = try server.run(listen: listen, once: ctx.args.flag(Option.once)) { result in
             ctx.endProgress()
+            log.session(result)
             switch result {
             case let .success(summary):
                 try ctx.out.writeLine(summary.json)
@@ -286,6 +325,24 @@ public enum PeerSyncCommand {
         }
         ctx.endProgress()
         return status
+    }
+
+    /// The DNS-SD responder for a listener on `listen`: nil on loopback (no
+    /// one else can reach it) and when port 5353 cannot be had (a warning,
+    /// and serve goes on without it: connects by address still work).
+    static func startResponder(_ ctx: ToolContext, store: Store, listen: HostPort, port: UInt16, log: ServiceLog) -> MDNSResponder? {
+        let path = store.path
+        let clock = SyncClock(base: ctx.now)
+        let reader = AdvertisementReader(path: path)
+        do {
+            guard let r = try MDNSResponder(listenHost: listen.host, log: { log.line($0) },
+                                            advertisement: { reader.read(port: port, now: clock.now()) }) else { return nil }
+            r.start()
+            return r
+        } catch {
+            ctx.warn("not advertising on the local network: \(error)")
+            return nil
+        }
     }
 
     // MARK: join
@@ -302,12 +359,10 @@ public enum PeerSyncCommand {
         if offer.expiresAt <= ctx.now {
             throw ToolError(.noPermission, "offer expired at \(offer.expiresAt.rfc3339); ask the owner for a new one")
         }
-        let target: HostPort
-        if let c = ctx.args.value("connect") {
-            target = try address(c, option: "--connect")
-        } else if let a = offer.address, let hp = HostPort(parsing: a) {
-            target = hp
-        } else {
+        // An address given with --connect is taken as it is; the offer's own
+        // (or none) is tried while the owner's service is browsed for.
+        let given = try ctx.args.value(Option.connect).map { try address($0, option: "--connect") }
+        guard let target = given ?? offer.address.flatMap(HostPort.init(parsing:)) else {
             throw ToolError.usage("the offer carries no address: give --connect HOST:PORT")
         }
         let roots = try ProofRoots.given(ctx)
@@ -315,7 +370,7 @@ public enum PeerSyncCommand {
         let footprint = NewStoreFootprint(path: ctx.storePath)
         do {
             return try runClient(ctx, createStore: true) { client, wait in
-                let summary = try client.join(offer: offer, at: target, wait: wait)
+                let summary = try client.join(offer: offer, at: target, browse: given == nil, wait: wait)
                 // Joined: the root given now is the store's from here on.
                 if let roots {
                     let store = try ctx.store()
@@ -353,6 +408,42 @@ public enum PeerSyncCommand {
         return try runClient(ctx) { client, wait in
             try target.map { try client.sync(with: $0, wait: wait) } ?? client.syncNow(wait: wait)
         }
+    }
+
+    // MARK: discover
+
+    static func runDiscover(_ ctx: ToolContext) throws -> ExitStatus {
+        let timeout = try ctx.args.timeSpan(Option.timeout, default: PeerFinder.browseTime)
+        guard timeout.milliseconds > 0, timeout <= TimeSpan.minutes(1) else { throw ToolError.usage("--timeout: give a duration from 1ms to 1m") }
+        let store = try ctx.store()
+        guard let fam = try store.family(), let key = try store.familySecret() else {
+            throw ToolError(.noInput, "this store belongs to no family yet: redeem an offer with 'peer-sync join' (or make one with 'pair-qr' on the owner's device)")
+        }
+        let devices = try store.devices()
+        let me = try store.deviceID
+        let tags = try DiscoveryTags(familyKey: key, family: fam.id)
+        let recognise = tags.recogniser(devices: devices.map(\.deviceID), me: me, now: ctx.now)
+        let mine = Set(DiscoveryTags.acceptedDays(ctx.now).map { tags.deviceTag(me, day: $0) })
+        let browser = try MDNSBrowser()
+        let started = Deadline.now()
+        // One entry per instance: the address it answered at last.
+        var found: [FoundService] = []
+        for f in browser.browse(for: timeout).reversed() where !found.contains(where: { $0.instance == f.instance }) { found.insert(f, at: 0) }
+        let ms = Deadline.now().milliseconds(since: started)
+        var listed: [JSONValue] = []
+        var others = 0
+        for f in found {
+            if mine.contains(f.instance.lowercased()) { continue }
+            guard let device = recognise(f) else { others += 1; continue }
+            let role = device.flatMap { d in devices.first { $0.deviceID == d }?.role.rawValue }
+            listed.append(.object([("device", .optional(device)), ("role", .optional(role)), ("address", .string(f.hostPort.description)),
+                                   ("interface", .string(f.interface))]))
+        }
+        try ctx.out.writeLine(.object([
+            ("interfaces", .array(browser.interfaces.map { .object([("name", .string($0.name)), ("address", .string($0.addressText))]) })),
+            ("browsedMs", .int(ms)), ("devices", .array(listed)), ("others", .int(others)),
+        ]))
+        return listed.isEmpty ? .negative : .success
     }
 
     // MARK: revoke
@@ -404,8 +495,9 @@ public enum PeerSyncCommand {
                      ("sentSeq", .int(d.sentSeq)), ("recvSeq", .int(d.recvSeq))])
         }
         let maxDevices: Int = fam?.role == .member ? Int(try store.meta("family_max_devices") ?? "") ?? Store.defaultMaxDevices : try store.maxDevices
-        let records = try store.db.scalarInt("SELECT count(*) FROM records") ?? 0
-        let photos = try store.db.scalarInt("SELECT count(*) FROM photos") ?? 0
+        let counts = try store.recordCounts()
+        let records = counts.live + counts.tombstones
+        let photos = try store.photoCount()
         try ctx.out.writeLine(.object([
             ("device", .string(me)),
             ("family", .optional(fam?.id)), ("role", .optional(fam?.role.rawValue)), ("owner", .optional(fam?.ownerDevice)),
@@ -440,13 +532,27 @@ final class EventLog {
     func write(_ v: JSONValue) {
         var line = v.serialized
         line += "\n"
-        line.withUTF8 { b in
-            var off = 0
-            while off < b.count {
-                let n = Foundation.write(fd, b.baseAddress! + off, b.count - off)
-                if n < 0 { if errno == EINTR { continue }; return }
-                off += n
-            }
-        }
+        // A log that cannot be written must not stop a sync: the event is dropped.
+        _ = line.withUTF8 { FileIO.writeAll(fd, UnsafeRawBufferPointer($0)) }
+    }
+}
+
+extension PeerSyncCommand {
+    /// This tool's options, one case each (see `OptionName`).
+    public enum Option: String, OptionName {
+        case connect
+        case db
+        case events
+        case faultInjectProtocolVersion1 = "fault-inject-protocol-version-1"
+        case faultInjectSkipPhotoReplies = "fault-inject-skip-photo-replies"
+        case listen
+        case now
+        case once
+        case quiet
+        case root
+        case wait
+        case waveTimeout = "wave-timeout"
+        case noAdvertise = "no-advertise"
+        case timeout
     }
 }

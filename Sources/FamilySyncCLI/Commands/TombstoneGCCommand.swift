@@ -29,7 +29,7 @@ public enum TombstoneGCCommand {
 
         The summary holds purged, keptYoung, keptUnacknowledged, heldBackBy (the devices holding tombstones back: deviceId, role, name, sentSeq, lastSyncedAt, and how many tombstones each holds back), oldestKept (the delete time of the oldest tombstone left, or null), offersCleared, photosPurged, photoBytesFreed and dryRun. With --dry-run the counts say what would go, and nothing changes.
 
-        Deletes run in short transactions whose size adapts so that each holds the store's write lock for about 40 ms, so a writer never waits long; a crash or kill midway leaves every transaction whole, and the next run carries on.
+        Deletes run in short transactions whose size adapts so that each holds the store's write lock for about \(Int(Store.gcTransactionTarget * 1000)) ms, so a writer never waits long; a crash or kill midway leaves every transaction whole, and the next run carries on.
 
         Every purge raises the store's purge floor, the latest delete time purged. The owner's device passes its floor on at every contact, and a record older than the floor that the owner does not hold is not brought back: a store restored from an old copy, or a device away for long, cannot resurrect what was purged elsewhere (see docs/protocol.md).
         """,
@@ -62,15 +62,28 @@ public enum TombstoneGCCommand {
     )
 
     public static func run(_ ctx: ToolContext) throws -> ExitStatus {
-        let horizon = try ctx.args.timeSpan("older-than", default: Store.tombstoneHorizon)
-        let grace = try ctx.args.timeSpan("photo-grace", default: Store.photoGracePeriod)
-        let verbose = ctx.args.flag("verbose")
+        let horizon = try ctx.args.timeSpan(Option.olderThan, default: Store.tombstoneHorizon)
+        let grace = try ctx.args.timeSpan(Option.photoGrace, default: Store.photoGracePeriod)
+        let verbose = ctx.args.flag(Option.verbose)
         if let extra = ctx.args.positionals.first { throw ToolError.usage("unexpected argument '\(extra)'") }
         let store = try ctx.store(create: false)
         let report = try store.collectGarbage(now: ctx.now, horizon: horizon, photoGrace: grace,
-                                              dryRun: ctx.args.flag("dry-run"),
+                                              dryRun: ctx.args.flag(Option.dryRun),
                                               log: verbose ? { ctx.warn($0) } : nil)
         try ctx.out.writeLine(report.json)
         return .success
+    }
+}
+
+extension TombstoneGCCommand {
+    /// This tool's options, one case each (see `OptionName`).
+    public enum Option: String, OptionName {
+        case db
+        case dryRun = "dry-run"
+        case now
+        case olderThan = "older-than"
+        case photoGrace = "photo-grace"
+        case quiet
+        case verbose
     }
 }

@@ -57,7 +57,7 @@ public enum ImageReader {
             fd = open(path, O_RDONLY | O_CLOEXEC)
             guard fd >= 0 else {
                 let e = errno
-                throw ToolError(e == ENOENT || e == ENOTDIR || e == EACCES ? .noInput : .ioError, "\(path): \(String(cString: strerror(e)))")
+                throw ToolError(FileIO.openFailureStatus(e), "\(path): \(String(cString: strerror(e)))")
             }
         }
         defer { if fd != 0 { close(fd) } }
@@ -71,9 +71,8 @@ public enum ImageReader {
         var out: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 1 << 16)
         while true {
-            let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            let n = chunk.withUnsafeMutableBytes { FileIO.read(fd, into: $0.baseAddress!, count: $0.count) }
             if n < 0 {
-                if errno == EINTR { continue }
                 throw ToolError(.ioError, "\(name): read error: \(String(cString: strerror(errno)))")
             }
             if n == 0 { break }

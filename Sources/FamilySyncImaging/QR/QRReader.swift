@@ -5,9 +5,9 @@ import Foundation
 /// ladder of preprocessed versions of the image in order of usefulness for
 /// their cost, until a step finds what the caller wants. Each engine's
 /// Reed–Solomon check decides every read; preprocessing only helps it find
-/// and sample a code, so no step can turn a bad read into a text. Two
-/// workers climb the ladder side by side (the machine's cores), each with
-/// its own zbar scanner.
+/// and sample a code, so no step can turn a bad read into a text. `workers`
+/// (a fixed two, whatever the machine's core count) climb the ladder side
+/// by side, each with its own zbar scanner.
 public struct QRReader: Sendable {
     /// Workers climbing the ladder at once.
     public static let workers = 2

@@ -84,7 +84,18 @@ import Testing
         let start = img.height / 3
         for y in start..<(start + img.height / 3) { for x in (4 * 4)..<(img.width - 16) where rng.unit() < 0.5 { img[x, y] = 255 - img[x, y] } }
         let r = QRReader().scan(img)
-        #expect(r.texts.allSatisfy { $0 == text })
+        #expect(r.codes.isEmpty, "decoded \(r.texts) from a code damaged beyond repair")
+        #expect(r.step == nil)
+        // Not a guess anywhere on the ladder: nothing was read at all, let alone a wrong text.
+        #expect(r.seen.isEmpty)
+    }
+
+    /// The same code undamaged reads, so the test above fails if the damage stops mattering, not only if the reader guesses.
+    @Test func theUndamagedCodeOfThatTestReads() throws {
+        var rng = SplitMix64(seed: 11)
+        let text = TestImages.offerText(&rng)
+        let img = try TestImages.code(text, level: .L, module: 4)
+        #expect(QRReader().scan(img).texts == [text])
     }
 
     @Test func aPhotoOverTheWorkingSizeIsScannedWholeThenOnASmallerCopy() throws {

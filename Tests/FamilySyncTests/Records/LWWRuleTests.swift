@@ -1,7 +1,7 @@
 import Testing
 @testable import FamilySync
 
-/// Every rule of DESIGN.md's last-writer-wins, as a table. Each case runs
+/// Every rule of docs/design.md §3's last-writer-wins, as a table. Each case runs
 /// through the pure merge and through the store, which must agree.
 @Suite struct LWWRuleTests {
     struct Case: CustomTestStringConvertible, Sendable {
@@ -135,14 +135,13 @@ import Testing
     @Test func badLineNamesFileLineAndField() throws {
         let good = RT.line("a", Self.a, "D")
         let bad = #"{"id":"b","type":"t","modifiedAt":"2026-11-30T10:00:00Z","deviceId":"D","deleted":"yes"}"#
-        #expect(throws: ToolError.self) { try RT.merge(good, good + "\n\n" + bad) }
-        do { _ = try RT.merge(good, good + "\n\n" + bad) } catch let e as ToolError {
-            #expect(e.status == .dataError)
-            #expect(e.message == "REMOTE:3: deleted: not true or false")
-        }
-        do { _ = try RT.merge(bad, "also bad") } catch let e as ToolError {
-            #expect(e.message == "LOCAL:1: deleted: not true or false")
-        }
+        let remote = try #require(throws: ToolError.self) { try RT.merge(good, good + "\n\n" + bad) }
+        #expect(remote.status == .dataError)
+        #expect(remote.message == "REMOTE:3: deleted: not true or false")
+        // Both inputs bad: the first in input order (LOCAL) is the one reported.
+        let local = try #require(throws: ToolError.self) { try RT.merge(bad, "also bad") }
+        #expect(local.status == .dataError)
+        #expect(local.message == "LOCAL:1: deleted: not true or false")
     }
 }
 

@@ -30,15 +30,6 @@ import CSQLite
         #expect(try again.db.scalarText("PRAGMA journal_mode") == "wal")
     }
 
-    @Test func umaskDoesNotWidenMode() throws {
-        let d = TempFolder("fs-store")
-        let old = umask(0)
-        defer { umask(old) }
-        let p = d.path + "/s.db"
-        _ = try Store(path: p)
-        #expect(mode(p) == 0o600)
-    }
-
     func expectRefused(_ p: String, containing text: String) throws {
         let before = try Data(contentsOf: URL(fileURLWithPath: p))
         do {

@@ -65,12 +65,12 @@ import Testing
         #expect(Frame.encode(.done, [1, 2, 3]) == [0, 0, 0, 3, 0x30, 1, 2, 3])
     }
 
-    @Test func oversizedFrameIsRefusedFromItsHeaderAlone() {
+    @Test func oversizedFrameIsRefusedFromItsHeaderAlone() throws {
         var d = FrameDecoder()
         let n = UInt32(Frame.maxPayloadBytes + 1)
         [UInt8(n >> 24), UInt8(n >> 16 & 0xFF), UInt8(n >> 8 & 0xFF), UInt8(n & 0xFF), 0x10].withUnsafeBytes { d.append($0) }
-        #expect(throws: ProtocolError.self) { try d.next() }
-        do { _ = try d.next() } catch { #expect(error.message == "frame of \(Frame.maxPayloadBytes + 1) bytes exceeds the limit of \(Frame.maxPayloadBytes)") }
+        let e = try #require(throws: ProtocolError.self) { try d.next() }
+        #expect(e.message == "frame of \(Frame.maxPayloadBytes + 1) bytes exceeds the limit of \(Frame.maxPayloadBytes)")
     }
 
     @Test func largestFrameIsAccepted() throws {

@@ -55,21 +55,94 @@ import Testing
         #expect(w.unavailable == 50)
     }
 
+    /// A wave is short of 20 only when fewer photos are left to ask for: it
+    /// wraps round the end of the wanted list to photos named since that sort
+    /// before where the last wave stopped.
+    @Test func wavesAreFullWhileMoreAreWanted() throws {
+        let (s, dir) = try RT.store()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let now = Timestamp.current()
+        // Batches whose photos interleave in hash order with those already asked for.
+        let all = Self.hashes(0..<130)
+        let batches = [Array(all[0..<30]), Array(all[30..<75]), Array(all[75..<130])]
+        let w = PhotoWaves(store: s, waveTimeout: .seconds(30))
+        var asked: Set<String> = []
+        var sizes: [Int] = []
+        for (k, batch) in batches.enumerated() {
+            _ = try s.applyRemote([try SyncStateTests.record("r\(k)", photos: batch)], now: now)
+            w.recordsArrived()
+            let last = k == batches.count - 1
+            // Every request is answered unavailable, so what was asked for stays wanted.
+            while let wave = try w.nextWave(recordsComplete: last) {
+                // Wanted and not asked for before this wave (this wave's hashes included).
+                let left = try s.wantedPhotos(after: "", limit: 1000).filter { !asked.contains($0) }.count
+                #expect(wave.count == min(SyncLimits.waveSize, left), "wave \(sizes.count + 1): \(wave.count) of \(left) left")
+                #expect(asked.isDisjoint(with: wave))
+                sizes.append(wave.count)
+                asked.formUnion(wave)
+                for h in wave { try w.handleUnavailable(Self.unavailable(h)) }
+            }
+        }
+        #expect(w.finished)
+        #expect(asked == Set(all))
+        #expect(sizes.filter { $0 < SyncLimits.waveSize }.count <= batches.count)
+    }
+
+    /// §7.6: a receiver accepts any chunk size and the answers of one
+    /// request in any order.
+    @Test func answersComeInAnyOrderAndAnyChunkSize() throws {
+        let (s, dir) = try RT.store()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let photos = [[UInt8](repeating: 1, count: 1000), [UInt8](repeating: 2, count: 300), [UInt8](repeating: 3, count: 10)]
+        let hashes = photos.map { Hex.encode(SHA256.hash($0)) }
+        _ = try s.applyRemote([try SyncStateTests.record("a", photos: hashes)], now: Timestamp.current())
+        let w = PhotoWaves(store: s, waveTimeout: .seconds(30))
+        w.recordsArrived()
+        let wave = try #require(try w.nextWave(recordsComplete: true))
+        #expect(Set(wave) == Set(hashes))
+        // The last-requested photo first, in chunks of 1, 7 and the rest, one
+        // empty chunk between; then an unavailable; then the first photo whole.
+        let last = try #require(wave.last), first = try #require(wave.first)
+        let bytes = photos[hashes.firstIndex(of: last)!]
+        var off = 0
+        for n in [1, 0, 7, bytes.count - 8] {
+            var f = Self.data(bytes, offset: off, total: bytes.count)
+            f.payload += bytes[off..<(off + n)]
+            #expect(try w.handleData(f, now: Timestamp.current()) == nil)
+            off += n
+        }
+        let middle = wave[1]
+        try w.handleUnavailable(Self.unavailable(middle))
+        let whole = photos[hashes.firstIndex(of: first)!]
+        var f = Self.data(whole, offset: 0, total: whole.count)
+        f.payload += whole
+        #expect(try w.handleData(f, now: Timestamp.current()) == nil)
+        #expect(w.received == 2)
+        #expect(w.unavailable == 1)
+        #expect(w.outstanding.isEmpty)
+        #expect(try s.hasPhoto(last) && s.hasPhoto(first))
+    }
+
     /// A wave asked for while the peer is still sending records is not silent
     /// while records keep coming; once they stop, the timeout runs.
     @Test func aWaveWaitingBehindRecordsDoesNotTimeOut() throws {
         let (s, dir) = try RT.store()
         defer { try? FileManager.default.removeItem(atPath: dir) }
         _ = try s.applyRemote([try SyncStateTests.record("a", photos: Self.hashes(0..<3))], now: Timestamp.current())
-        let w = PhotoWaves(store: s, waveTimeout: TimeSpan(milliseconds: 1_000))
+        let t = ManualClock()
+        let w = PhotoWaves(store: s, waveTimeout: TimeSpan(milliseconds: 1_000), clock: t.clock)
         w.recordsArrived()
         #expect(try w.nextWave(recordsComplete: false)?.count == 3)
+        // Records keep coming for 1.5 s, more than the timeout in all: the wave stays.
         for _ in 0..<15 {
-            usleep(100_000)
+            t.advance(by: TimeSpan(milliseconds: 100))
             w.recordsArrived()
             #expect(w.expireIfSilent() == 0)
         }
-        usleep(1_300_000)
+        // Then silence: 999 ms is not yet the timeout, 1,000 ms is.
+        t.advance(by: TimeSpan(milliseconds: 999))
+        #expect(w.expireIfSilent() == 0)
+        t.advance(by: TimeSpan(milliseconds: 1))
         #expect(w.expireIfSilent() == 3)
         #expect(w.unavailable == 3)
     }

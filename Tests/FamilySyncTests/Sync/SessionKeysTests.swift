@@ -82,4 +82,20 @@ import Testing
         #expect(tag.count == 32)
         #expect(!tag.uppercased().contains(nonce.prefix(8)))
     }
+
+    /// The example derivations printed in docs/protocol.md §3.2, so the text
+    /// and the code cannot drift apart.
+    @Test func documentedExamplesHold() throws {
+        let family = "11111111-2222-4333-8444-555555555555"
+        let a = "AAAAAAAA-AAAA-4AAA-8AAA-AAAAAAAAAAAA", b = "BBBBBBBB-BBBB-4BBB-8BBB-BBBBBBBBBBBB"
+        let key = SecretBytes((0..<32).map { UInt8($0) })
+        let nonce = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567"
+        #expect(Hex.encode(try SessionKeys.devicePSK(deviceKey: key, family: family, client: a, server: b).copiedBytes)
+                == "203805a12f62ab99df532e20d2aca3e7aab26f8e149d932df55f9fb34ac9ed85")
+        #expect(Hex.encode(try SessionKeys.familyPSK(familyKey: key, family: family, epoch: 3, client: a, server: b).copiedBytes)
+                == "ef321c1f63a40247e5e7d8523d4216693145d02d09f8d41048557e320640a904")
+        #expect(Hex.encode(try SessionKeys.pairingPSK(nonce: nonce, family: family).copiedBytes)
+                == "b8ce8e7219510628b7a0b2621deb7d7bbb631ba6b78da4fc10332ac5c628ecc6")
+        #expect(try SessionKeys.offerTag(nonce: nonce, family: family) == "dece08cd4c9977fc21cde8cf67a834de")
+    }
 }

@@ -21,13 +21,10 @@ public struct Deadline: Sendable, Comparable {
         return Deadline(nanoseconds: overMul || overAdd ? .max : sum)
     }
     public static func < (a: Deadline, b: Deadline) -> Bool { a.nanoseconds < b.nanoseconds }
-    public var hasPassed: Bool { Deadline.now() >= self }
-    /// Milliseconds left, rounded up, for poll(2); 0 once passed.
-    public var remainingMilliseconds: Int32 {
-        let n = Deadline.now().nanoseconds
-        guard nanoseconds > n else { return 0 }
-        return Int32(min(UInt64(Int32.max), (nanoseconds - n + 999_999) / 1_000_000))
-    }
+    /// On the system clock; timers that tests drive ask their `MonotonicClock` instead.
+    public var hasPassed: Bool { MonotonicClock.system.hasPassed(self) }
+    /// Milliseconds left on the system clock, rounded up, for poll(2); 0 once passed.
+    public var remainingMilliseconds: Int32 { MonotonicClock.system.remainingMilliseconds(until: self) }
     /// Milliseconds since `earlier`.
     public func milliseconds(since earlier: Deadline) -> Int64 {
         nanoseconds >= earlier.nanoseconds ? Int64((nanoseconds - earlier.nanoseconds) / 1_000_000) : -Int64((earlier.nanoseconds - nanoseconds) / 1_000_000)

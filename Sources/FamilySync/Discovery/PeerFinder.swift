@@ -1,0 +1,159 @@
+import Foundation
+import Synchronization
+
+/// A device found to sync with: where, which device we believe it is (nil:
+/// a family device we cannot name yet), and how it was found.
+public struct PeerCandidate: Sendable {
+    public var address: HostPort
+    public var device: String?
+    public var how: String
+}
+
+/// Finds a peer the way "Sync Now" must: the addresses peers were last
+/// reached at and a DNS-SD browse for the family's service, all at the same
+/// time, the first that accepts a TCP connection winning. The browse lasts
+/// at most `browseTime`, so nobody answering is known within seconds; the
+/// failure then says what was tried, on which interfaces and for how long.
+public enum PeerFinder {
+    /// How long a browse looks for the family's service.
+    public static let browseTime = TimeSpan.seconds(3)
+    /// How long a TCP connect to a last address or a discovered one may take.
+    public static let probeTimeout = TimeSpan.seconds(3)
+
+    /// Decides whether a service found on the network is one we want; nil
+    /// if not, else the device it names (itself nil when not known yet).
+    static func isLoopback(_ host: String) -> Bool {
+        host.hasPrefix("127.") || host == "::1" || host.lowercased() == "localhost"
+    }
+
+    public typealias Recogniser = @Sendable (FoundService) -> String??
+
+    /// The socket connected to the winner; the caller runs the session on it.
+    public final class Connected: @unchecked Sendable {
+        public let candidate: PeerCandidate
+        public let socket: TCPSocket
+        init(_ c: PeerCandidate, _ s: TCPSocket) { candidate = c; socket = s }
+    }
+
+    private final class Race: @unchecked Sendable {
+        let lock = Mutex<(winner: Connected?, failures: [String], running: Int, seen: Int)>((nil, [], 0, 0))
+        let wake = DispatchSemaphore(value: 0)
+
+        var won: Bool { lock.withLock { $0.winner != nil } }
+        func start() { lock.withLock { $0.running += 1 } }
+        /// The first connection wins; a later one is closed before a byte is sent.
+        func offer(_ c: PeerCandidate, _ s: TCPSocket) {
+            let kept = lock.withLock { state -> Bool in
+                guard state.winner == nil else { return false }
+                state.winner = Connected(c, s)
+                return true
+            }
+            if !kept { s.close() }
+            wake.signal()
+        }
+        func fail(_ m: String) { lock.withLock { $0.failures.append(m) } }
+        func saw() { lock.withLock { $0.seen += 1 } }
+        func finish() { lock.withLock { $0.running -= 1 }; wake.signal() }
+    }
+
+    /// Races `known` (address and the device last there) against a browse
+    /// that keeps what `recognise` accepts (no browse when it is nil).
+    /// Throws `.unavailable` with what was tried when nothing answers.
+    public static func find(known: [(HostPort, String?)], recognise: Recogniser?, what: String,
+                            observer: SyncObserver? = nil) throws -> Connected {
+        let started = Deadline.now()
+        let race = Race()
+        for (address, device) in known {
+            race.start()
+            Thread.detachNewThread {
+                defer { race.finish() }
+                do {
+                    let target = try LocalNames.resolve(address)
+                    let s = try TCPSocket.connect(to: target, timeout: probeTimeout)
+                    race.offer(PeerCandidate(address: address, device: device, how: "last address"), s)
+                } catch is SocketError {
+                    race.fail("no peer at \(address) (is 'peer-sync serve' running?)")
+                } catch let e as ToolError {
+                    race.fail(e.message)
+                } catch {
+                    race.fail("\(address): \(error)")
+                }
+            }
+        }
+        var interfaces: [NetworkInterface] = []
+        // Peers known only on loopback share this host: DNS-SD does not run
+        // over loopback, so there is nothing to browse for (and nothing is sent).
+        let loopbackOnly = !known.isEmpty && known.allSatisfy { isLoopback($0.0.host) }
+        let recognise = loopbackOnly ? nil : recognise
+        if let recognise {
+            interfaces = NetworkInterface.current()
+            let ifs = interfaces
+            race.start()
+            Thread.detachNewThread {
+                defer { race.finish() }
+                guard let browser = try? MDNSBrowser(interfaces: ifs) else { race.fail("mDNS: cannot open a socket"); return }
+                _ = browser.browse(for: browseTime) { f in
+                    if race.won { return true }
+                    race.saw()
+                    guard let device = recognise(f) else { return false }
+                    // A last address already being tried is not connected to twice.
+                    if known.contains(where: { $0.0 == f.hostPort }) { return false }
+                    do {
+                        let s = try TCPSocket.connect(to: f.hostPort, timeout: probeTimeout)
+                        race.offer(PeerCandidate(address: f.hostPort, device: device, how: "discovered on \(f.interface)"), s)
+                        return true
+                    } catch {
+                        race.fail("\(f.hostPort) (discovered on \(f.interface)): not answering")
+                        return false
+                    }
+                }
+            }
+        }
+        while true {
+            let (winner, running) = race.lock.withLock { ($0.winner, $0.running) }
+            if let winner {
+                observer?(SyncEvent("found", [("address", .string(winner.candidate.address.description)), ("how", .string(winner.candidate.how)),
+                                             ("device", winner.candidate.device.map { .string($0) } ?? .null),
+                                             ("ms", .int(Deadline.now().milliseconds(since: started)))]))
+                return winner
+            }
+            if running == 0 { break }
+            race.wake.wait()
+        }
+        let (failures, seen) = race.lock.withLock { ($0.failures, $0.seen) }
+        let ms = Deadline.now().milliseconds(since: started)
+        var tried: [String] = []
+        if !known.isEmpty { tried.append("the last known address\(known.count > 1 ? "es" : "") (\(failures.filter { !$0.contains("discovered") }.joined(separator: "; ")))") }
+        if loopbackOnly { tried.append("no browse: every known peer is on this host's loopback") }
+        if recognise != nil {
+            if interfaces.isEmpty {
+                tried.append("no browse: this device has no network interface up besides loopback")
+            } else {
+                let others = seen > 0 ? "; \(seen) other _family-sync._tcp service\(seen == 1 ? "" : "s") answered, none of this family's" : ""
+                tried.append("browsed for _family-sync._tcp on \(interfaces.map(\.description).joined(separator: ", ")) for \(browseTime.milliseconds / 1000) s\(others)")
+            }
+        }
+        throw ToolError(.unavailable, "no \(what) answered after \(String(format: "%.1f", Double(ms) / 1000)) s: tried \(tried.joined(separator: "; and ")). "
+            + "Check that 'peer-sync serve' runs on the owner's device and that both devices are on the same network")
+    }
+}
+
+/// `NAME.local` host names, resolved by multicast DNS through `MDNSBrowser`,
+/// so they work without avahi-daemon or nss-mdns; other names are left to the resolver.
+public enum LocalNames {
+    public static let resolveTime = TimeSpan.seconds(3)
+
+    public static func isLocal(_ host: String) -> Bool {
+        host.lowercased().hasSuffix(".local") || host.lowercased().hasSuffix(".local.")
+    }
+
+    /// `address` with a `.local` host replaced by its IPv4 address.
+    public static func resolve(_ address: HostPort) throws -> HostPort {
+        guard isLocal(address.host) else { return address }
+        let ifs = NetworkInterface.current()
+        guard let browser = try? MDNSBrowser(interfaces: ifs), let ip = browser.resolve(DNSName(address.host), timeout: resolveTime) else {
+            throw ToolError(.unavailable, "nobody answered for \(address.host) on \(ifs.isEmpty ? "any interface (none is up besides loopback)" : ifs.map(\.description).joined(separator: ", ")) within \(resolveTime.milliseconds / 1000) s (is 'peer-sync serve' running there, on the same network?)")
+        }
+        return HostPort(host: ip, port: address.port)
+    }
+}

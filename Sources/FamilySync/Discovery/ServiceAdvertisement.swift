@@ -1,0 +1,51 @@
+import Foundation
+
+/// What one device advertises over DNS-SD: `INSTANCE._family-sync._tcp.local`
+/// with an SRV record to `HOST.local` at the sync port and a TXT record, where
+/// INSTANCE and HOST are the day's device tag (see `DiscoveryTags`).
+public struct ServiceAdvertisement: Sendable, Equatable {
+    public static let serviceType = DNSName("_family-sync._tcp.local")
+    /// RFC 6763 section 9: the name that lists every service type on the link.
+    public static let serviceTypes = DNSName("_services._dns-sd._udp.local")
+    static let local = DNSName("local")
+
+    public var instance: String
+    public var port: UInt16
+    /// TXT strings: `v=` the sync protocol version, `f=` the day's family tag,
+    /// and `o=` the day's tags of the open offers, when there are any.
+    public var txt: [String]
+
+    public var instanceName: DNSName { ServiceAdvertisement.serviceType.prepending(instance) }
+    public var hostName: DNSName { ServiceAdvertisement.local.prepending(instance) }
+
+    public init(instance: String, port: UInt16, txt: [String]) {
+        self.instance = instance
+        self.port = port
+        self.txt = txt
+    }
+
+    /// This store's advertisement for the day of `now`; nil for a store with
+    /// no family, no family key, or a revoked device (which serves nobody).
+    public static func current(store: Store, port: UInt16, now: Timestamp) throws -> ServiceAdvertisement? {
+        guard let fam = try store.family(), let key = try store.familySecret(), !(try store.isSelfRevoked) else { return nil }
+        let tags = try DiscoveryTags(familyKey: key, family: fam.id)
+        let day = DiscoveryTags.day(now)
+        var txt = ["v=\(SyncProtocol.version)", "f=\(tags.familyTag(day: day))"]
+        if fam.role == .owner {
+            let offers = try store.openOffers(now: now).suffix(DiscoveryTags.maxOfferTags)
+            if !offers.isEmpty {
+                txt.append("o=" + (try offers.map { try DiscoveryTags.offerTag(nonce: $0.nonce, family: fam.id, day: day) }).joined(separator: ","))
+            }
+        }
+        return ServiceAdvertisement(instance: tags.deviceTag(try store.deviceID, day: day), port: port, txt: txt)
+    }
+
+    /// The value of TXT key `k` in `strings`, if present.
+    public static func txtValue(_ k: String, in strings: [[UInt8]]) -> String? {
+        for s in strings {
+            let text = String(decoding: s, as: UTF8.self)
+            if text.lowercased().hasPrefix(k + "=") { return String(text.dropFirst(k.count + 1)) }
+        }
+        return nil
+    }
+}

@@ -1,0 +1,53 @@
+import Foundation
+import FamilySync
+
+/// What `peer-sync serve` says on standard error when it is not a terminal
+/// (run as a service: journald keeps each line): the listening address at
+/// start, one line per session and one per refusal. A terminal gets the
+/// progress display instead.
+final class ServiceLog: @unchecked Sendable {
+    private let name: String
+    let enabled: Bool
+    private let lock = NSLock()
+    /// Where the running session's peer connected from.
+    private var from: String?
+
+    init(_ ctx: ToolContext) {
+        name = ctx.name
+        enabled = !ctx.quiet && isatty(2) != 1
+    }
+
+    func line(_ message: String) {
+        guard enabled else { return }
+        lock.lock()
+        defer { lock.unlock() }
+        FileHandle.standardError.write(Data("\(name): \(message)\n".utf8))
+    }
+
+    func event(_ e: SyncEvent) {
+        func field(_ k: String) -> String? {
+            guard let v = e.fields.first(where: { $0.0 == k })?.1 else { return nil }
+            if case let .string(s) = v { return s }
+            return v.serialized
+        }
+        switch e.name {
+        case "session", "joined":
+            from = field("from")
+        case "refused", "rejected":
+            line("refused \(field("from") ?? "a peer"): \(field("reason") ?? "refused"): \(field("message") ?? "")")
+        case "busy" where field("from") != nil:
+            line("busy: told \(field("from")!) to retry (a session is running)")
+        default:
+            break
+        }
+    }
+
+    /// One line for an ended session; a failed one is already on stderr as a warning.
+    func session(_ result: Result<SyncSummary, ToolError>) {
+        defer { from = nil }
+        guard case let .success(s) = result else { return }
+        let seconds = String(format: "%.1f", Double(s.durationMilliseconds) / 1000)
+        line("session with \(s.peer)\(from.map { " at \($0)" } ?? "")\(s.joined ? " (joined)" : ""): records \(s.recordsSent) sent, \(s.recordsReceived) received; "
+             + "photos \(s.photosSent) sent, \(s.photosReceived) received; \(s.bytesSent + s.bytesReceived) bytes in \(seconds) s")
+    }
+}

@@ -1,0 +1,182 @@
+import Foundation
+import Testing
+import FamilySync
+
+/// The wire as docs/protocol.md describes it, checked against a running
+/// `peer-sync serve` with a hand-driven peer on loopback: keepalives in every
+/// phase, ERROR followed by close_notify, how a connection that ends inside a
+/// frame is judged, strict record batches, identities too long to be ours.
+@Suite struct PeerSyncWireTests {
+    static let recordLine = "{\"id\":\"w-1\",\"type\":\"t\",\"modifiedAt\":\"2026-01-02T03:04:05.006Z\",\"deviceId\":\"D\",\"deleted\":false}"
+
+    /// §8: a side that has sent nothing for 10 s pings, also while it waits
+    /// for the peer's HELLO and for its FAMILY. The frame after the owner's
+    /// HELLO, while we say nothing, is a PING (not the end of the session);
+    /// the same after its FAMILY.
+    @Test func ownerPingsWhileWaitingForHelloAndForFamily() throws {
+        let dir = TempDir()
+        let (owner, member, server) = try PeerSyncFaultTests.pair(dir)
+        defer { server.stop() }
+        let peer = try RawPeer.member(member, ofOwner: owner, port: server.port)
+        defer { peer.close() }
+        let (hello, family) = try RawPeer.opening(member, ofOwner: owner)
+
+        #expect(try peer.readFrame(timeout: 30)?.type == 0x01)  // the owner's HELLO
+        #expect(try peer.readFrame(timeout: 30)?.type == 0x31)  // PING: it waits for ours, and says so
+        try peer.send(hello)
+        #expect(try peer.readFrame(timeout: 30)?.type == 0x02)  // its FAMILY
+        #expect(try peer.readFrame(timeout: 30)?.type == 0x31)  // PING while it waits for our FAMILY
+        try peer.send(family)
+        // The session goes on as usual: its records come, then RECORDS-END.
+        #expect(try peer.readUntil(0x11, timeout: 30) != nil)
+    }
+
+    /// §6, §11: a protocol error is answered with ERROR and then close_notify,
+    /// so the peer can tell a deliberate end from a truncated connection.
+    @Test func errorIsFollowedByCloseNotify() throws {
+        let dir = TempDir()
+        let (owner, member, server) = try PeerSyncFaultTests.pair(dir)
+        defer { server.stop() }
+        let peer = try RawPeer.member(member, ofOwner: owner, port: server.port)
+        defer { peer.drop() }
+        try peer.send(RawPeer.frame(0x7E, [1, 2, 3]))
+        let error = try #require(try peer.readUntil(0x3F, timeout: 30))
+        #expect(String(decoding: error, as: UTF8.self).contains("unknown frame type 0x7e"))
+        #expect(try peer.readFrame(timeout: 30) == nil)
+        #expect(peer.closedCleanly == true)
+    }
+
+    /// §6: a connection closed with close_notify inside a frame is a protocol
+    /// error; one that just stops (no TLS close) inside a frame is a vanished peer.
+    @Test func endInsideAFrameIsAProtocolErrorOnlyWhenClosedCleanly() throws {
+        let dir = TempDir()
+        let (owner, member, server) = try PeerSyncFaultTests.pair(dir)
+        defer { server.stop() }
+        let (hello, family) = try RawPeer.opening(member, ofOwner: owner)
+        let partial = Array(RawPeer.frame(0x10, Array((Self.recordLine + "\n").utf8)).prefix(30))
+
+        var peer = try RawPeer.member(member, ofOwner: owner, port: server.port)
+        try peer.send(hello + family + partial)
+        _ = try peer.readUntil(0x11, timeout: 30)  // its records are out, so ours were read
+        peer.close()
+        var ended = try #require(server.waitForEvent("ended", count: 1))
+        #expect(ended["outcome"]?.stringValue == "protocol-error")
+        #expect(ended["message"]?.stringValue?.contains("in the middle of a frame") == true)
+
+        peer = try RawPeer.member(member, ofOwner: owner, port: server.port)
+        try peer.send(hello + family + partial)
+        _ = try peer.readUntil(0x11, timeout: 30)
+        peer.drop()
+        ended = try #require(server.waitForEvent("ended", count: 2))
+        #expect(ended["outcome"]?.stringValue == "vanished")
+    }
+
+    /// §7.4: each record line ends with 0x0A; no blank line, no CR, nothing
+    /// around the object, a canonical modifiedAt no later than the receiver's
+    /// clock allows. Any of these ends the session and nothing of the batch is kept.
+    @Test(arguments: [
+        ("no final line feed", "\(recordLine)", "does not end with a line feed"),
+        ("blank line", "\(recordLine)\n\n", "line 3 (record 3): empty line"),
+        ("carriage return", "\(recordLine)\r\n", "ends with a carriage return"),
+        ("leading space", " \(recordLine)\n", "bytes before or after the record object"),
+        ("non-canonical time", "\(recordLine.replacingOccurrences(of: "05.006Z", with: "05.006+00:00"))\n", "modifiedAt: not in canonical form"),
+        ("future time", "\(recordLine.replacingOccurrences(of: "2026-01-02", with: "2999-01-02"))\n", "later than this device's clock allows"),
+    ])
+    func recordBatchesAreStrict(_ name: String, _ payload: String, _ message: String) throws {
+        let dir = TempDir()
+        let (owner, member, server) = try PeerSyncFaultTests.pair(dir)
+        defer { server.stop() }
+        let before = try Household.digest(owner)
+        let (hello, family) = try RawPeer.opening(member, ofOwner: owner)
+        let good = "{\"id\":\"w-0\",\"type\":\"t\",\"modifiedAt\":\"2026-01-02T03:04:05.006Z\",\"deviceId\":\"D\",\"deleted\":false}\n"
+        let peer = try RawPeer.member(member, ofOwner: owner, port: server.port)
+        defer { peer.drop() }
+        try peer.send(hello + family + RawPeer.frame(0x10, Array((good + payload).utf8)))
+        let error = try #require(try peer.readUntil(0x3F, timeout: 30), "\(name)")
+        let text = String(decoding: error, as: UTF8.self)
+        #expect(text.contains(message), "\(name): \(text)")
+        #expect(try Household.digest(owner) == before, "\(name)")
+        #expect(try Household.recordCount(owner) == 0)
+    }
+
+    /// §5.1: a ClientHello that offers no PSK at all gets the notice
+    /// `bad-identity` (here from OpenSSL's own client, without -psk).
+    @Test func aClientHelloWithoutAPSKGetsBadIdentity() throws {
+        let dir = TempDir()
+        let (_, _, server) = try PeerSyncFaultTests.pair(dir)
+        defer { server.stop() }
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        p.arguments = ["openssl", "s_client", "-connect", server.address, "-tls1_3", "-quiet"]
+        let input = Pipe(), output = Pipe()
+        p.standardInput = input
+        p.standardOutput = output
+        p.standardError = FileHandle.nullDevice
+        try p.run()
+        nonisolated(unsafe) let client = p
+        DispatchQueue.global().asyncAfter(deadline: .now() + 30) { if client.isRunning { client.terminate() } }
+        let out = output.fileHandleForReading.readDataToEndOfFile()  // until the server closes
+        try? input.fileHandleForWriting.close()
+        p.waitUntilExit()
+        let text = String(decoding: out, as: UTF8.self)
+        #expect(text.contains("\"reason\":\"bad-identity\""), "\(text)")
+        #expect(out.count > 5 && out[out.startIndex + 4] == 0x03)  // one REFUSED frame
+    }
+
+    /// §3.3, §10: an identity longer than 200 bytes is not ours: the notice
+    /// `bad-identity`, whatever its length (OpenSSL-based peers may cap at 256).
+    @Test(arguments: [201, 300, 600])
+    func longIdentitiesGetBadIdentity(_ length: Int) throws {
+        let dir = TempDir()
+        let (owner, _, server) = try PeerSyncFaultTests.pair(dir)
+        defer { server.stop() }
+        let fam = try #require(try Store(path: owner).family())
+        var identity = Array("FS1 P \(fam.id) ".utf8)
+        identity += [UInt8](repeating: UInt8(ascii: "a"), count: length - identity.count)
+        let peer = try RawPeer(port: server.port, identity: identity, key: SecretBytes(try secureRandomBytes(32)))
+        defer { peer.drop() }
+        #expect(!peer.conn.isAuthenticated)
+        let f = try #require(try peer.readFrame(timeout: 30))
+        #expect(f.type == 0x03)
+        #expect(String(decoding: f.payload, as: UTF8.self).contains("\"reason\":\"bad-identity\""))
+    }
+
+    /// §7.2: the records a side sends are the set fixed at the peer's HELLO,
+    /// even where the peer's own records replace some of them before they go
+    /// out, so `records.sent` for the same two stores is the same every time.
+    @Test func recordsSentIsTheSetFixedAtHello() throws {
+        let dir = TempDir()
+        let (owner, member, first) = try PeerSyncFaultTests.pair(dir)
+        first.stop()
+        // Both sides edit the same ids; the member's versions are later and win.
+        // The records are large, so each side's sending waits on the other.
+        let count = 1500
+        let t = Timestamp.current()
+        for (path, at) in [(owner, t), (member, t.adding(TimeSpan(milliseconds: 1)))] {
+            let s = try Store(path: path)
+            let pad = String(repeating: "x", count: 8000)
+            let recs = try (0..<count).map { i in
+                try Record(line: "{\"id\":\"s-\(i)\",\"type\":\"note\",\"modifiedAt\":\"\(at.rfc3339)\",\"deviceId\":\"X\",\"deleted\":false,\"data\":{\"pad\":\"\(pad)\"}}")
+            }
+            _ = try s.applyLocalEdits(recs, now: at)
+        }
+        for run in 0..<2 {
+            let o = dir.file("o\(run).db"), m = dir.file("m\(run).db")
+            for (from, to) in [(owner, o), (member, m)] {
+                for suffix in ["", "-wal", "-shm"] where FileManager.default.fileExists(atPath: from + suffix) {
+                    try FileManager.default.copyItem(atPath: from + suffix, toPath: to + suffix)
+                }
+            }
+            let server = try ServeProcess(db: o, dir: dir, name: "run\(run)", extra: ["--once"])
+            defer { server.stop() }
+            let r = try Tools.run("peer-sync", ["connect", "--db", m, server.address], timeout: 120)
+            #expect(r.status == 0, "\(r.err)")
+            let client = try #require(r.json)
+            let served = try #require(server.summary(after: 0))
+            #expect(client.int("records", "sent") == Int64(count), "run \(run)")
+            #expect(served.int("records", "sent") == Int64(count), "run \(run)")
+            #expect(client.int("records", "received") == Int64(count))
+            #expect(client.at("digest", "equal")?.boolValue == true)
+        }
+    }
+}

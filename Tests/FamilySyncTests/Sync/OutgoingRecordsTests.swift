@@ -1,0 +1,66 @@
+import Foundation
+import Testing
+@testable import FamilySync
+
+/// The records a session sends (docs/protocol.md §7.2, §7.4): batches from the
+/// change log, versions past the peer's limit rewritten in place and kept, and
+/// rows the peer's records replace before they were sent.
+@Suite struct OutgoingRecordsTests {
+    @Test func aVersionPastThePeersLimitIsRewrittenInPlaceAndKept() throws {
+        let (s, dir) = try RT.store()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let far = "2027-12-01T09:00:00.000Z", limit = Timestamp(rfc3339: "2026-12-01T10:05:00.000Z")!
+        let odd = "{ \"type\":\"note\", \"id\":\"r-1\",\"modifiedAt\" : \"\(far)\",\"x\":[1, 2],\"deviceId\":\"M\",\"deleted\":false}"
+        let plain = "{\"id\":\"r-2\",\"type\":\"note\",\"modifiedAt\":\"2026-11-30T10:00:00.000Z\",\"deviceId\":\"M\",\"deleted\":false}"
+        _ = try s.applyRemote([try Record(line: odd), try Record(line: plain)], now: Timestamp(rfc3339: "2027-12-01T09:00:00.000Z")!)
+        let before = try s.currentChangeSeq
+        let b = try s.exportRecordBatch(after: 0, upTo: before, maxCount: 10, maxBytes: 1 << 20, clampAbove: limit.milliseconds)
+        #expect(b.count == 2)
+        let sent = String(decoding: b.payload, as: UTF8.self).split(separator: "\n").map(String.init)
+        // Only the value changed: key order, spacing and unknown fields stay.
+        #expect(sent[0] == odd.replacingOccurrences(of: "\"\(far)\"", with: "\"2026-12-01T10:05:00.000Z\""))
+        #expect(sent[1] == plain)
+        #expect(b.clamped.count == 1)
+        let used = try s.write { try s.adoptClampedInTransaction(b.clamped) }
+        #expect(used == 1)
+        #expect(try s.currentChangeSeq == before + 1)
+        #expect(try s.db.scalarText("SELECT line FROM records WHERE id = 'r-1'") == sent[0])
+        #expect(try s.db.scalarInt("SELECT modified_at FROM records WHERE id = 'r-1'") == limit.milliseconds)
+        #expect(try s.db.scalarInt("SELECT seq FROM records WHERE id = 'r-1'") == before + 1)
+    }
+
+    @Test func aRowChangedSinceItWasSentKeepsItsNewerVersion() throws {
+        let (s, dir) = try RT.store()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let now = Timestamp(rfc3339: "2027-12-01T09:00:00.000Z")!
+        _ = try s.applyRemote([try Record(line: "{\"id\":\"r\",\"type\":\"t\",\"modifiedAt\":\"2027-12-01T09:00:00.000Z\",\"deviceId\":\"M\",\"deleted\":false}")], now: now)
+        let b = try s.exportRecordBatch(after: 0, upTo: try s.currentChangeSeq, maxCount: 10, maxBytes: 1 << 20,
+                                        clampAbove: Timestamp(rfc3339: "2026-12-01T10:05:00.000Z")!.milliseconds)
+        // Another process edits the record before the clamped version is stored.
+        _ = try s.applyRemote([try Record(line: "{\"id\":\"r\",\"type\":\"t\",\"modifiedAt\":\"2027-12-01T09:00:01.000Z\",\"deviceId\":\"M\",\"deleted\":false}")], now: now)
+        let seq = try s.currentChangeSeq
+        #expect(try s.write { try s.adoptClampedInTransaction(b.clamped) } == 0)
+        #expect(try s.currentChangeSeq == seq)
+        #expect(try s.db.scalarInt("SELECT modified_at FROM records WHERE id = 'r'") == Timestamp(rfc3339: "2027-12-01T09:00:01.000Z")!.milliseconds)
+    }
+
+    @Test func rowsReplacedInTheWatchedRangeAreReported() throws {
+        let (s, dir) = try RT.store()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let now = Timestamp.current()
+        func rec(_ id: String, _ t: String) throws -> Record {
+            try Record(line: "{\"id\":\"\(id)\",\"type\":\"t\",\"modifiedAt\":\"\(t)\",\"deviceId\":\"D\",\"deleted\":false}")
+        }
+        _ = try s.applyRemote(try ["a", "b", "c"].map { try rec($0, "2026-01-01T00:00:00.000Z") }, now: now)  // seqs 1, 2, 3
+        // b (seq 2) and c (seq 3) are replaced; only b's old number is in the watched range.
+        let sum = try s.write {
+            try s.applyRemoteInTransaction([try rec("b", "2026-01-02T00:00:00.000Z"), try rec("c", "2026-01-02T00:00:00.000Z"),
+                                            try rec("a", "2025-01-01T00:00:00.000Z")], now: now, watching: 2...2)
+        }
+        let ridB = try #require(try s.db.scalarInt("SELECT rid FROM records WHERE id = 'b'"))
+        #expect(sum.displaced == [ridB])
+        let (batch, used) = try s.exportRecordRows([ridB], maxBytes: 1 << 20)
+        #expect(used == 1)
+        #expect(String(decoding: batch.payload, as: UTF8.self) == (try rec("b", "2026-01-02T00:00:00.000Z")).line + "\n")
+    }
+}
