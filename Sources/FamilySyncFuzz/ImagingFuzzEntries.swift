@@ -49,6 +49,7 @@ enum ImagingFuzzEntries {
         guard let first = data.first else { return }
         let levels = QRErrorCorrection.allCases
         let level = levels[Int(first) % levels.count]
+        // capacities has every level of allCases.
         let sizes = capacities[level]!
         let capacity = sizes[Int(first >> 2) % sizes.count]
         var codewords = Array(data.dropFirst().prefix(capacity))

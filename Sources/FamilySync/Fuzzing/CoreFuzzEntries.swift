@@ -141,6 +141,7 @@ package enum CoreFuzzEntries {
     /// photo decoders, which hold one; nothing the fuzzer sends reaches it.
     nonisolated(unsafe) static let scratchStore: Store? = {
         var template = Array((NSTemporaryDirectory() + "/family-sync-fuzz.XXXXXX").utf8CString)
+        // Never nil: the template is a non-empty literal.
         guard let dir = template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }).map({ String(cString: $0) }) else { return nil }
         scratchFolder = dir
         atexit { if let d = CoreFuzzEntries.scratchFolder { try? FileManager.default.removeItem(atPath: d) } }

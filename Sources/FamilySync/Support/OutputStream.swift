@@ -54,8 +54,9 @@ public final class OutputStream: @unchecked Sendable {
         let e = FileIO.writeAll(fd, bytes)
         guard e == 0 else {
             let what = fd == 1 ? "standard output" : "file descriptor \(fd)"
-            failure = "write error on \(what): \(FileIO.describe(e))"
-            throw ToolError.io(failure!)
+            let message = "write error on \(what): \(FileIO.describe(e))"
+            failure = message
+            throw ToolError.io(message)
         }
     }
 }

@@ -519,6 +519,7 @@ final class SyncSession {
         var lineNumber = 0
         var start = 0
         while start < payload.count {
+            // Never nil: the payload was checked to end with 0x0A.
             let end = payload[start...].firstIndex(of: 0x0A)!
             lineNumber += 1
             func bad(_ problem: String) -> ProtocolError {

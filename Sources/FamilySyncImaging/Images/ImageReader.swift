@@ -71,6 +71,7 @@ public enum ImageReader {
         var out: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 1 << 16)
         while true {
+            // Never nil: the chunk is 64 KiB.
             let n = chunk.withUnsafeMutableBytes { FileIO.read(fd, into: $0.baseAddress!, count: $0.count) }
             if n < 0 {
                 throw ToolError(.ioError, "\(name): read error: \(String(cString: strerror(errno)))")

@@ -135,6 +135,7 @@ public struct QRReader: Sendable {
 
         func next(limit: Int) -> Int? {
             lock.lock(); defer { lock.unlock() }
+            // Read only when accepted is not nil.
             guard !stopped, nextIndex < limit, accepted == nil || nextIndex <= accepted! else { return nil }
             nextIndex += 1
             return nextIndex - 1
