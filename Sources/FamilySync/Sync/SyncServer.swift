@@ -151,7 +151,7 @@ public final class SyncServer {
             } catch let e as TLSError {
                 return .session(.failure(ToolError(.unavailable, "joining device at \(from) went away: \(e.description)")))
             }
-            channel.send(.welcome, json: admission.welcome.json)
+            channel.sendSecret(.welcome, json: admission.welcome.json)
             emit("joined", [("from", .string(from)), ("device", .string(admission.member))])
             guard let joined = try store.family() else { throw ToolError(.software, "the family vanished during a join") }
             let session = SyncSession(store: store, family: joined, me: me,

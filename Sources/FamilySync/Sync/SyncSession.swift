@@ -241,7 +241,7 @@ final class SyncSession {
         message.acked = ack?.acked
         message.waitingFor = ack?.waitingFor ?? []
         if family.role == .owner { message.purgeFloor = try store.purgeFloor }
-        channel.send(.family, json: message.json)
+        channel.sendSecret(.family, json: message.json)
         let g = try nextFrame(expecting: "FAMILY")
         guard g.type == .family else { throw ProtocolError("expected FAMILY, got \(g.type.name)") }
         try apply(try FamilyMessage(g), from: h)
