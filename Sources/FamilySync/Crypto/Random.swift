@@ -19,7 +19,7 @@ func fillSecureRandom(_ buffer: UnsafeMutableRawBufferPointer) throws {
         let n = min(chunk, buffer.count - filled)
         // Never nil: the loop runs only while the buffer has bytes left.
         guard getentropy(buffer.baseAddress! + filled, n) == 0 else {
-            throw ToolError.internal("getentropy failed: \(String(cString: strerror(errno)))")
+            throw SystemError("getentropy")
         }
         filled += n
     }
