@@ -112,8 +112,8 @@ import Testing
         let merged = QRReader.merge([headed])
         #expect(merged.map(\.text) == ["joined by zbar"])
         #expect(merged.first?.parts.count == 2)
-        // Through the ladder's zbar step, the same.
-        let step = try #require(QRReader.ladder(for: img).first { $0.engine == .zbar && $0.name == "gray" })
+        // Through a zbar step of the ladder, the same.
+        let step = QRReader.Step(name: "gray", engine: .zbar, make: { QRReader.Rendition(image: $0.base, toPhoto: { $0 }) })
         #expect(QRReader.merge([QRReader.read(step, QRReader.Rungs(base: img), ZBarScanner())]).map(\.text) == ["joined by zbar"])
     }
 
