@@ -141,6 +141,15 @@ import Testing
         #expect(c.corners == zbar[0].corners)
     }
 
+    @Test func aLightOnDarkCodeIsReadAgainInverted() throws {
+        let code = try QRCode.encode(segments: [.alphanumeric("LIGHT ON DARK")], level: .Q)
+        let img = QRRenderer(code: code, margin: 4, moduleSize: 5).raster()
+        // zbar read it on an inverted rung: its corners, over the photo as it is (light on dark).
+        let read = try #require(ZBarScanner().scan(img).first)
+        let c = ZBarReread.withSegments(read, in: img.inverted())
+        #expect(c.stream?.segments.map(\.mode) == [.alphanumeric] && c.stream?.level == .Q)
+    }
+
     @Test func whereZXingCannotReadTheCodeTheSegmentsStayUnknown() throws {
         let code = try QRCode.encode(segments: [.bytes(Array("somewhere else".utf8))], level: .M)
         let img = QRRenderer(code: code, margin: 4, moduleSize: 4).raster()
