@@ -36,7 +36,7 @@ public enum PeerFinder {
     }
 
     private final class Race: @unchecked Sendable {
-        let lock = Mutex<(winner: Connected?, failures: [String], running: Int, seen: Int)>((nil, [], 0, 0))
+        let lock = Mutex<(winner: Connected?, failures: [String], known: [any Error], running: Int, seen: Int)>((nil, [], [], 0, 0))
         let wake = DispatchSemaphore(value: 0)
 
         var won: Bool { lock.withLock { $0.winner != nil } }
@@ -52,13 +52,15 @@ public enum PeerFinder {
             wake.signal()
         }
         func fail(_ m: String) { lock.withLock { $0.failures.append(m) } }
+        /// A last known address that did not answer.
+        func fail(known e: any Error) { lock.withLock { $0.known.append(e) } }
         func saw() { lock.withLock { $0.seen += 1 } }
         func finish() { lock.withLock { $0.running -= 1 }; wake.signal() }
     }
 
     /// Races `known` (address and the device last there) against a browse
     /// that keeps what `recognise` accepts (no browse when it is nil).
-    /// Throws `.unavailable` with what was tried when nothing answers.
+    /// Throws `SyncError.nobodyAnswered` with what was tried when nothing answers.
     public static func find(known: [(HostPort, String?)], recognise: Recogniser?, what: String,
                             observer: SyncObserver? = nil) throws -> Connected {
         let started = Deadline.now()
@@ -72,11 +74,9 @@ public enum PeerFinder {
                     let s = try TCPSocket.connect(to: target, timeout: probeTimeout)
                     race.offer(PeerCandidate(address: address, device: device, how: "last address"), s)
                 } catch is SocketError {
-                    race.fail("no peer at \(address) (is 'peer-sync serve' running?)")
-                } catch let e as ToolError {
-                    race.fail(e.message)
+                    race.fail(known: SyncError(.noPeer, peer: address.description))
                 } catch {
-                    race.fail("\(address): \(error)")
+                    race.fail(known: error)
                 }
             }
         }
@@ -120,10 +120,10 @@ public enum PeerFinder {
             if running == 0 { break }
             race.wake.wait()
         }
-        let (failures, seen) = race.lock.withLock { ($0.failures, $0.seen) }
+        let (failures, knownFailures, seen) = race.lock.withLock { ($0.failures, $0.known, $0.seen) }
         let ms = Deadline.now().milliseconds(since: started)
         var tried: [String] = []
-        if !known.isEmpty { tried.append("the last known address\(known.count > 1 ? "es" : "") (\(failures.filter { !$0.contains("discovered") }.joined(separator: "; ")))") }
+        tried += failures.filter { !$0.contains("discovered") }
         if loopbackOnly { tried.append("no browse: every known peer is on this host's loopback") }
         if recognise != nil {
             if interfaces.isEmpty {
@@ -133,8 +133,7 @@ public enum PeerFinder {
                 tried.append("browsed for _family-sync._tcp on \(interfaces.map(\.description).joined(separator: ", ")) for \(browseTime.milliseconds / 1000) s\(others)")
             }
         }
-        throw ToolError(.unavailable, "no \(what) answered after \(String(format: "%.1f", Double(ms) / 1000)) s: tried \(tried.joined(separator: "; and ")). "
-            + "Check that 'peer-sync serve' runs on the owner's device and that both devices are on the same network")
+        throw SyncError(.nobodyAnswered, peer: what, detail: String(format: "%.1f", Double(ms) / 1000), causes: knownFailures, notes: tried)
     }
 }
 
@@ -152,7 +151,8 @@ public enum LocalNames {
         guard isLocal(address.host) else { return address }
         let ifs = NetworkInterface.current()
         guard let browser = try? MDNSBrowser(interfaces: ifs), let ip = browser.resolve(DNSName(address.host), timeout: resolveTime) else {
-            throw ToolError(.unavailable, "nobody answered for \(address.host) on \(ifs.isEmpty ? "any interface (none is up besides loopback)" : ifs.map(\.description).joined(separator: ", ")) within \(resolveTime.milliseconds / 1000) s (is 'peer-sync serve' running there, on the same network?)")
+            throw SyncError(.localNameUnanswered, peer: address.host,
+                            detail: "on \(ifs.isEmpty ? "any interface (none is up besides loopback)" : ifs.map(\.description).joined(separator: ", ")) within \(resolveTime.milliseconds / 1000) s")
         }
         return HostPort(host: ip, port: address.port)
     }
