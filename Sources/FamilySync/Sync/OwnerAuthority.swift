@@ -81,7 +81,7 @@ struct SignedRoster: Equatable {
         signature = sig
     }
 
-    static func sign(_ s: RosterStatement, privateKey: [UInt8]) throws -> SignedRoster {
+    static func sign(_ s: RosterStatement, privateKey: SecretBytes) throws -> SignedRoster {
         let text = s.text
         return SignedRoster(text: text, signature: try Ed25519.sign(RosterStatement.signingContext + Array(text.utf8), privateKey: privateKey))
     }
@@ -109,11 +109,10 @@ extension Store {
         try Ed25519.publicKey(privateKey: try ownerRosterPrivateKey())
     }
 
-    private func ownerRosterPrivateKey() throws -> [UInt8] {
-        // Ed25519's API takes an array; the stored copy is owned like every other secret.
-        if let k = try secret("roster_signing_key") { return k.copiedBytes }
+    private func ownerRosterPrivateKey() throws -> SecretBytes {
+        if let k = try secret("roster_signing_key") { return k }
         let k = try Ed25519.generatePrivateKey()
-        try setSecret("roster_signing_key", SecretBytes(k))
+        try setSecret("roster_signing_key", k)
         return k
     }
 
