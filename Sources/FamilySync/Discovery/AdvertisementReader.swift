@@ -11,8 +11,9 @@ public final class AdvertisementReader: @unchecked Sendable {
     /// revoked, unreadable): the responder then goes quiet rather than guess.
     public func read(port: UInt16, now: Timestamp) -> ServiceAdvertisement? {
         do {
-            if store == nil { store = try Store(path: path, create: false) }
-            return try ServiceAdvertisement.current(store: store!, port: port, now: now)
+            let s = try store ?? Store(path: path, create: false)
+            store = s
+            return try ServiceAdvertisement.current(store: s, port: port, now: now)
         } catch {
             store = nil
             return nil
