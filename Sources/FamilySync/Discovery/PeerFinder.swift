@@ -35,8 +35,14 @@ public enum PeerFinder {
         init(_ c: PeerCandidate, _ s: TCPSocket) { candidate = c; socket = s }
     }
 
+    /// How long a browse that finds a device at an address already being
+    /// tried waits for that try before connecting itself: a connect on the
+    /// local network takes milliseconds, one still going after this is
+    /// stuck (see `find`).
+    static let sameAddressGrace = TimeSpan(milliseconds: 500)
+
     private final class Race: @unchecked Sendable {
-        let lock = Mutex<(winner: Connected?, failures: [String], running: Int, seen: Int)>((nil, [], 0, 0))
+        let lock = Mutex<(winner: Connected?, failures: [String], running: Int, others: Int, failed: Set<String>)>((nil, [], 0, 0, []))
         let wake = DispatchSemaphore(value: 0)
 
         var won: Bool { lock.withLock { $0.winner != nil } }
@@ -52,7 +58,9 @@ public enum PeerFinder {
             wake.signal()
         }
         func fail(_ m: String) { lock.withLock { $0.failures.append(m) } }
-        func saw() { lock.withLock { $0.seen += 1 } }
+        func failed(_ a: HostPort) { lock.withLock { _ = $0.failed.insert(a.description) } }
+        func hasFailed(_ a: HostPort) -> Bool { lock.withLock { $0.failed.contains(a.description) } }
+        func sawOther() { lock.withLock { $0.others += 1 } }
         func finish() { lock.withLock { $0.running -= 1 }; wake.signal() }
     }
 
@@ -71,11 +79,14 @@ public enum PeerFinder {
                     let target = try LocalNames.resolve(address)
                     let s = try TCPSocket.connect(to: target, timeout: probeTimeout)
                     race.offer(PeerCandidate(address: address, device: device, how: "last address"), s)
-                } catch is SocketError {
-                    race.fail("no peer at \(address) (is 'peer-sync serve' running?)")
+                } catch let e as SocketError {
+                    race.failed(address)
+                    race.fail("no peer at \(address) (\(String(cString: strerror(e.code))); is 'peer-sync serve' running?)")
                 } catch let e as ToolError {
+                    race.failed(address)
                     race.fail(e.message)
                 } catch {
+                    race.failed(address)
                     race.fail("\(address): \(error)")
                 }
             }
@@ -94,10 +105,18 @@ public enum PeerFinder {
                 guard let browser = try? MDNSBrowser(interfaces: ifs) else { race.fail("mDNS: cannot open a socket"); return }
                 _ = browser.browse(for: browseTime) { f in
                     if race.won { return true }
-                    race.saw()
-                    guard let device = recognise(f) else { return false }
-                    // A last address already being tried is not connected to twice.
-                    if known.contains(where: { $0.0 == f.hostPort }) { return false }
+                    guard let device = recognise(f) else { race.sawOther(); return false }
+                    // A last address already being tried is not connected to
+                    // twice while that try works. But the answer shows the
+                    // device is there now, so a try that failed or hangs is
+                    // repeated: after a cable was out, the first try can die
+                    // on this host's stale neighbour (ARP) entry for it, while
+                    // multicast, which needs none, already gets through.
+                    if known.contains(where: { $0.0 == f.hostPort }) {
+                        let until = Deadline(after: sameAddressGrace)
+                        while !race.won, !race.hasFailed(f.hostPort), !until.hasPassed { usleep(10_000) }
+                        if race.won { return true }
+                    }
                     do {
                         let s = try TCPSocket.connect(to: f.hostPort, timeout: probeTimeout)
                         race.offer(PeerCandidate(address: f.hostPort, device: device, how: "discovered on \(f.interface)"), s)
@@ -120,7 +139,7 @@ public enum PeerFinder {
             if running == 0 { break }
             race.wake.wait()
         }
-        let (failures, seen) = race.lock.withLock { ($0.failures, $0.seen) }
+        let (failures, seen) = race.lock.withLock { ($0.failures, $0.others) }
         let ms = Deadline.now().milliseconds(since: started)
         var tried: [String] = []
         if !known.isEmpty { tried.append("the last known address\(known.count > 1 ? "es" : "") (\(failures.filter { !$0.contains("discovered") }.joined(separator: "; ")))") }
