@@ -66,13 +66,15 @@ public final class MDNSResponder: @unchecked Sendable {
     private func run() {
         var engine = MDNSResponderEngine(clock: clock, log: log)
         var ad: ServiceAdvertisement?
+        var logged: [NetworkInterface] = []
         var nextRefresh = clock.now()
         while !stopping.load(ordering: .relaxed) {
             if clock.hasPassed(nextRefresh) {
                 let ifs = NetworkInterface.serving(host: listenHost)
                 ad = advertisement()
-                if ad != nil, !ifs.isEmpty, ifs != engine.interfaces || engine.advertisement == nil {
+                if ad != nil, !ifs.isEmpty, ifs != logged {
                     log("advertising _family-sync._tcp on " + ifs.map(\.description).joined(separator: ", "))
+                    logged = ifs
                 }
                 update(&engine, ad: ad, interfaces: ifs, renew: true)
                 nextRefresh = clock.deadline(after: MDNSResponder.refreshInterval)

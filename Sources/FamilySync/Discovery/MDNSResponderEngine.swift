@@ -73,6 +73,12 @@ struct MDNSResponderEngine {
     private(set) var interfaces: [NetworkInterface] = []
     private var claimedAt: Deadline?
     private var conflictTimes: [Deadline] = []
+    /// Every address this host's interfaces have held while advertising:
+    /// a packet from one of them is this host's own (looped back, or sent
+    /// before an address went away) and is never a conflict.
+    private var ownAddresses: Set<[UInt8]> = []
+    /// `ownAddresses` stops growing here (a host renumbered this often is broken anyway).
+    static let maxOwnAddresses = 64
     private var pending: [(due: Deadline, interface: UInt32, answers: [DNSRecord], additionals: [DNSRecord])] = []
 
     init(clock: MonotonicClock = .system, random: @escaping (ClosedRange<Int64>) -> Int64 = { Int64.random(in: $0) },
@@ -103,6 +109,9 @@ struct MDNSResponderEngine {
         if namesChanged { renameCount = 1 }
         advertisement = ad
         interfaces = ifs
+        for i in ifs {
+            for a in [i.address] + i.ipv6 where a.count >= 4 && ownAddresses.count < MDNSResponderEngine.maxOwnAddresses { ownAddresses.insert(a) }
+        }
         if ad == nil || ifs.isEmpty {
             phase = .idle
             pending.removeAll()
@@ -173,7 +182,7 @@ struct MDNSResponderEngine {
         guard let m = try? DNSMessage(parsing: d.bytes), m.flags & 0x7800 == 0 else { return [] }
         if m.isResponse {
             suppressDuplicates(m)
-            if conflicts(m.answers + m.additionals) { renameAfterConflict() }
+            if !ownAddresses.contains(d.source), conflicts(m.answers + m.additionals) { renameAfterConflict() }
             return []
         }
         if case .probing = phase, !m.authorities.isEmpty, lostTiebreak(m.authorities) {

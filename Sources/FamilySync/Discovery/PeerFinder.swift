@@ -35,12 +35,6 @@ public enum PeerFinder {
         init(_ c: PeerCandidate, _ s: TCPSocket) { candidate = c; socket = s }
     }
 
-    /// How long a browse that finds a device at an address already being
-    /// tried waits for that try before connecting itself: a connect on the
-    /// local network takes milliseconds, one still going after this is
-    /// stuck (see `find`).
-    static let sameAddressGrace = TimeSpan(milliseconds: 500)
-
     private final class Race: @unchecked Sendable {
         let lock = Mutex<(winner: Connected?, failures: [String], running: Int, others: Int, failed: Set<String>)>((nil, [], 0, 0, []))
         let wake = DispatchSemaphore(value: 0)
@@ -107,13 +101,14 @@ public enum PeerFinder {
                     if race.won { return true }
                     guard let device = recognise(f) else { race.sawOther(); return false }
                     // A last address already being tried is not connected to
-                    // twice while that try works. But the answer shows the
-                    // device is there now, so a try that failed or hangs is
-                    // repeated: after a cable was out, the first try can die
-                    // on this host's stale neighbour (ARP) entry for it, while
-                    // multicast, which needs none, already gets through.
+                    // twice: its try is waited for. But the answer shows the
+                    // device is there now, so a try that failed is made again.
+                    // Just after a cable is plugged back in, the first try
+                    // queues behind a neighbour (ARP) lookup begun while the
+                    // cable was out, which runs out of probes and fails it
+                    // ("no route to host"); a new try starts a fresh lookup.
                     if known.contains(where: { $0.0 == f.hostPort }) {
-                        let until = Deadline(after: sameAddressGrace)
+                        let until = Deadline(after: probeTimeout)
                         while !race.won, !race.hasFailed(f.hostPort), !until.hasPassed { usleep(10_000) }
                         if race.won { return true }
                     }
@@ -149,7 +144,9 @@ public enum PeerFinder {
                 tried.append("no browse: this device has no network interface up besides loopback")
             } else {
                 let others = seen > 0 ? "; \(seen) other _family-sync._tcp service\(seen == 1 ? "" : "s") answered, none of this family's" : ""
-                tried.append("browsed for _family-sync._tcp on \(interfaces.map(\.description).joined(separator: ", ")) for \(browseTime.milliseconds / 1000) s\(others)")
+                let foundButSilent = failures.filter { $0.contains("discovered") }
+                tried.append("browsed for _family-sync._tcp on \(interfaces.map(\.description).joined(separator: ", ")) for \(browseTime.milliseconds / 1000) s\(others)"
+                             + (foundButSilent.isEmpty ? "" : "; found \(foundButSilent.joined(separator: "; "))"))
             }
         }
         throw ToolError(.unavailable, "no \(what) answered after \(String(format: "%.1f", Double(ms) / 1000)) s: tried \(tried.joined(separator: "; and ")). "
