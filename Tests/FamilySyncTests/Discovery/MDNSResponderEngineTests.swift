@@ -209,6 +209,24 @@ import Synchronization
         #expect(e2.isClaimed)
     }
 
+    /// An announcement of ours still in flight when an address went away
+    /// comes back holding the old address: from our own address, no conflict.
+    @Test func aPacketFromAnAddressThisHostHeldIsNoConflict() {
+        let clock = ManualClock()
+        var e = Self.engine(clock)
+        Self.claim(&e, clock)
+        var moved = Self.eth0
+        moved.address = [10, 0, 0, 6]
+        _ = e.update(advertisement: Self.ad, interfaces: [moved])
+        let stale = Self.response([DNSRecord(name: Self.ad.hostName, ttl: 120, cacheFlush: true, data: .a(Self.eth0.address))])
+        _ = e.receive(Self.datagram(stale, from: Self.eth0.address))
+        #expect(e.isClaimed)
+        #expect(e.current?.instance == Self.ad.instance)
+        // The same records from another device are one.
+        _ = e.receive(Self.datagram(stale, from: Self.other))
+        #expect(!e.isClaimed)
+    }
+
     @Test func manyConflictsInARowSlowProbingDown() {
         let clock = ManualClock()
         var e = Self.engine(clock)
