@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # pair-scan against zbarimg (the anchor) and zxing-cpp on a seeded corpus of
-# hard photos of pairing codes, upright and turned by 90, 180 and 270 degrees:
-# decode rate per rotation and per distortion, wrong texts, time per image.
+# hard photos of pairing codes, upright, turned by 90, 180 and 270 degrees and
+# mirrored: decode rate per orientation and per distortion, wrong texts, time
+# per image.
 # $1: the release bin dir. $BENCH_PYTHON: the bench venv's python.
 # PAIR_SCAN_CORPUS_SIZE (default 220) and PAIR_SCAN_SEED change the corpus;
-# PAIR_SCAN_ROTATIONS (default "0 90 180 270") and PAIR_SCAN_LIMIT (first N
+# PAIR_SCAN_ROTATIONS (default "0 90 180 270 mirror") and PAIR_SCAN_LIMIT (first N
 # images) make quick runs.
 set -euo pipefail
 bin=${1:?usage: bench/40-pair-scan.sh RELEASE_BIN_DIR}

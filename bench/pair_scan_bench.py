@@ -1,11 +1,12 @@
 """Runs pair-scan --raw, zbarimg --raw and zxing-cpp over the same corpus,
-upright and turned by 90, 180 and 270 degrees, and prints decode rate (per
-rotation and per distortion), wrong texts and time per image, with ratios
-against zbarimg (the anchor) measured in the same run.
+upright, turned by 90, 180 and 270 degrees and mirrored, and prints decode
+rate (per orientation and per distortion), wrong texts and time per image,
+with ratios against zbarimg (the anchor) measured in the same run.
 
     python pair_scan_bench.py CORPUS_DIR PAIR_SCAN [ZBARIMG]
 
-PAIR_SCAN_ROTATIONS (default "0 90 180 270") picks the rotations and
+PAIR_SCAN_ROTATIONS (default "0 90 180 270 mirror") picks the orientations
+("mirror": the upright image flipped left to right) and
 PAIR_SCAN_LIMIT (default all) the first N images, for quick runs.
 """
 import os
@@ -33,15 +34,21 @@ def run_zxing(path):
     return time.perf_counter() - t, [r.text for r in res if r.valid]
 
 
-def rotated_corpus(corpus, rows, degrees):
-    """The corpus turned clockwise by `degrees`, made once next to it. Turns
-    by quarter are exact (no resampling); JPEGs are stored as PNG so the turn
-    adds no second compression."""
-    if degrees == 0:
+def label(orientation):
+    return "mirror" if orientation == "mirror" else "%s°" % orientation
+
+
+def rotated_corpus(corpus, rows, orientation):
+    """The corpus turned clockwise by `orientation` degrees (or mirrored),
+    made once next to it. Quarter turns and the mirror are exact (no
+    resampling); JPEGs are stored as PNG so the turn adds no second
+    compression."""
+    if orientation == "0":
         return corpus, [(n, t) for n, t in rows]
-    out = "%s-rot%d" % (corpus, degrees)
+    out = "%s-%s" % (corpus, "mirror" if orientation == "mirror" else "rot" + orientation)
     os.makedirs(out, exist_ok=True)
-    turn = {90: Image.Transpose.ROTATE_270, 180: Image.Transpose.ROTATE_180, 270: Image.Transpose.ROTATE_90}[degrees]
+    turn = {"90": Image.Transpose.ROTATE_270, "180": Image.Transpose.ROTATE_180, "270": Image.Transpose.ROTATE_90,
+            "mirror": Image.Transpose.FLIP_LEFT_RIGHT}[orientation]
     moved = []
     for name, text in rows:
         target = name.rsplit(".", 1)[0] + ".png"
@@ -59,7 +66,10 @@ def kinds_of(name):
 def main():
     corpus, pair_scan = sys.argv[1], sys.argv[2]
     zbarimg = sys.argv[3] if len(sys.argv) > 3 else "zbarimg"
-    rotations = [int(r) for r in os.environ.get("PAIR_SCAN_ROTATIONS", "0 90 180 270").split()]
+    orientations = os.environ.get("PAIR_SCAN_ROTATIONS", "0 90 180 270 mirror").split()
+    for r in orientations:
+        if r not in ("0", "90", "180", "270", "mirror"):
+            sys.exit("PAIR_SCAN_ROTATIONS: %r is not 0, 90, 180, 270 or mirror" % r)
     limit = int(os.environ.get("PAIR_SCAN_LIMIT", "0"))
     rows = [l.rstrip("\n").split("\t") for l in open(os.path.join(corpus, "manifest.tsv")) if l.strip()]
     if limit:
@@ -70,8 +80,8 @@ def main():
         "zxing-cpp": run_zxing,
     }
     stats = {k: {"ok": 0, "wrong": 0, "time": 0.0, "kinds": {}, "rot": {}} for k in decoders}
-    for degrees in rotations:
-        where, images = rotated_corpus(corpus, rows, degrees)
+    for orientation in orientations:
+        where, images = rotated_corpus(corpus, rows, orientation)
         for name, expected in images:
             path = os.path.join(where, name)
             for k, fn in decoders.items():
@@ -83,35 +93,35 @@ def main():
                 s["ok"] += ok
                 s["wrong"] += wrong
                 if wrong:
-                    print("  %s (%d°): wrong text from %s: %r" % (name, degrees, k, texts))
-                r = s["rot"].setdefault(degrees, [0, 0])
+                    print("  %s (%s): wrong text from %s: %r" % (name, label(orientation), k, texts))
+                r = s["rot"].setdefault(orientation, [0, 0])
                 r[0] += ok
                 r[1] += 1
                 for kind in kinds_of(name):
                     d = s["kinds"].setdefault(kind, [0, 0])
                     d[0] += ok
                     d[1] += 1
-    n = len(rows) * len(rotations)
+    n = len(rows) * len(orientations)
     anchor = stats["zbarimg"]
-    print("pair-scan corpus: %d images x %d rotations (%s)" % (len(rows), len(rotations), corpus))
+    print("pair-scan corpus: %d images x %d orientations (%s)" % (len(rows), len(orientations), corpus))
     print("%-10s %8s %7s %12s %10s" % ("decoder", "rate", "wrong", "ms/image", "time/zbar"))
     for k, s in stats.items():
         print("%-10s %7.1f%% %7d %12.1f %9.2fx" % (k, 100 * s["ok"] / n, s["wrong"], 1000 * s["time"] / n,
                                                  s["time"] / anchor["time"]))
-    print("rate by rotation:")
+    print("rate by orientation:")
     print("%-13s" % "" + "".join("%11s" % k for k in decoders))
-    for degrees in rotations:
-        print("%-13s%s" % ("%d°" % degrees, "".join("%6d/%-4d" % tuple(stats[k]["rot"][degrees]) for k in decoders)))
-    print("rate by distortion (images with it, all rotations):")
+    for orientation in orientations:
+        print("%-13s%s" % (label(orientation), "".join("%6d/%-4d" % tuple(stats[k]["rot"][orientation]) for k in decoders)))
+    print("rate by distortion (images with it, all orientations):")
     print("%-13s" % "" + "".join("%11s" % k for k in decoders))
     for kind in sorted(stats["pair-scan"]["kinds"]):
         print("%-13s%s" % (kind, "".join("%6d/%-4d" % tuple(stats[k]["kinds"][kind]) for k in decoders)))
     ps, zx = stats["pair-scan"], stats["zxing-cpp"]
     print("pair-scan rate - zbarimg rate: %+.1f points (target >= +10)" % (100 * (ps["ok"] - anchor["ok"]) / n))
-    print("pair-scan rate - zxing-cpp rate: %+.1f points (target > 0 at every rotation)" % (100 * (ps["ok"] - zx["ok"]) / n))
-    for degrees in rotations:
-        a, b = ps["rot"][degrees][0], zx["rot"][degrees][0]
-        print("  at %3d°: pair-scan %d, zxing-cpp %d (%+d)" % (degrees, a, b, a - b))
+    print("pair-scan rate - zxing-cpp rate: %+.1f points (target > 0 at every orientation)" % (100 * (ps["ok"] - zx["ok"]) / n))
+    for orientation in orientations:
+        a, b = ps["rot"][orientation][0], zx["rot"][orientation][0]
+        print("  %-7s pair-scan %d, zxing-cpp %d (%+d)" % (label(orientation) + ":", a, b, a - b))
     print("pair-scan time per image / zbarimg's: %.2fx (target <= 1.5)" % (ps["time"] / anchor["time"]))
     print("pair-scan wrong texts: %d (target 0)" % ps["wrong"])
 

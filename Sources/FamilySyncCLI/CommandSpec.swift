@@ -6,6 +6,9 @@ public enum CompletionKind: Sendable, Equatable {
     case file
     case directory
     case values([String])
+    /// The first field of each line the tool itself prints when run with
+    /// these arguments (and the line's --db): values only the store knows.
+    case listing([String])
 }
 
 /// One option, declared once; help, man page, completions and the parser all

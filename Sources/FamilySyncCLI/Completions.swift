@@ -2,6 +2,14 @@ import Foundation
 import FamilySync
 
 /// Completion scripts for bash, zsh and fish, generated from the declaration.
+///
+/// Every shell completes `--opt value` and `--opt=value` alike (the value
+/// after `=`: files for path options, the choices of an enum option). A
+/// value listed by the tool itself (`CompletionKind.listing`, the device IDs
+/// of `peer-sync revoke`) comes from running the tool on the store named on
+/// the line (`--db PATH` or `--db=PATH`), else on its own default store; its
+/// standard error is discarded, so a line without a store completes nothing
+/// and says nothing, and the listing command opens stores without creating one.
 public enum Completions {
     public static let shells = ["bash", "zsh", "fish"]
 
@@ -16,15 +24,54 @@ public enum Completions {
 
     static func funcName(_ spec: CommandSpec) -> String { "_" + spec.name.replacingOccurrences(of: "-", with: "_") }
 
+    /// The store option a listing forwards, when the command declares it.
+    static let storeOption = CommonOptions.db.long
+
+    static func usesListing(_ spec: CommandSpec) -> Bool {
+        let commands = spec.subcommands.isEmpty ? [spec] : spec.subcommands
+        return commands.contains { c in c.arguments.contains { if case .listing = $0.completion { true } else { false } } }
+    }
+
+    /// A listing's arguments as shell words (they are declared names, never user text).
+    static func listingWords(_ args: [String]) -> String { args.joined(separator: " ") }
+
     // MARK: bash
 
     static func bash(_ spec: CommandSpec) -> String {
         let fn = funcName(spec)
         var s = "# bash completion for \(spec.name)\n"
+        if usesListing(spec) {
+            s += """
+            # Prints the first field of each line '\(spec.name) ARGS' prints for the
+            # store named on the line (--db PATH, --db=PATH), else its default store.
+            \(fn)_listing() {
+                local i w db=()
+                for ((i = 1; i < COMP_CWORD; i++)); do
+                    w="${COMP_WORDS[i]}"
+                    if [[ $w == --\(storeOption) ]]; then
+                        if [[ ${COMP_WORDS[i+1]} == "=" ]]; then w="${COMP_WORDS[i+2]}"; else w="${COMP_WORDS[i+1]}"; fi
+                    elif [[ $w == --\(storeOption)=* ]]; then w="${w#--\(storeOption)=}"
+                    else continue
+                    fi
+                    w="${w#[\\"\\']}"; w="${w%[\\"\\']}"
+                    db=(--\(storeOption) "${w/#\\~/$HOME}")
+                done
+                local line
+                command \(spec.name) "$@" "${db[@]}" 2>/dev/null </dev/null | while IFS= read -r line; do printf '%s\\n' "${line%%$'\\t'*}"; done
+            }
+
+            """
+        }
         s += "\(fn)() {\n"
-        s += "    local cur=\"${COMP_WORDS[COMP_CWORD]}\" prev=\"${COMP_WORDS[COMP_CWORD-1]}\"\n"
+        s += "    local cur=\"${COMP_WORDS[COMP_CWORD]}\" prev=\"${COMP_WORDS[COMP_CWORD-1]}\" pre=\"\"\n"
+        s += "    # An option's value after '=': the '=' is a word of its own when COMP_WORDBREAKS holds it\n"
+        s += "    # (the default), else the value shares the option's word.\n"
+        s += "    if [[ $cur == \"=\" ]]; then cur=\"\"\n"
+        s += "    elif [[ $prev == \"=\" && $COMP_CWORD -ge 2 ]]; then prev=\"${COMP_WORDS[COMP_CWORD-2]}\"\n"
+        s += "    elif [[ $cur == --*=* ]]; then prev=\"${cur%%=*}\"; pre=\"$prev=\"; cur=\"${cur#*=}\"\n"
+        s += "    fi\n"
         if spec.subcommands.isEmpty {
-            s += bashBody(spec, indent: "    ")
+            s += bashBody(spec, tool: spec, indent: "    ")
         } else {
             let names = spec.subcommands.map(\.name).joined(separator: " ")
             s += "    if [[ $COMP_CWORD -eq 1 ]]; then\n"
@@ -34,7 +81,7 @@ public enum Completions {
             s += "    case \"${COMP_WORDS[1]}\" in\n"
             for sub in spec.subcommands {
                 s += "    \(sub.name))\n"
-                s += bashBody(sub, indent: "        ")
+                s += bashBody(sub, tool: spec, indent: "        ")
                 s += "        ;;\n"
             }
             s += "    esac\n"
@@ -44,26 +91,33 @@ public enum Completions {
         return s
     }
 
-    static func bashBody(_ spec: CommandSpec, indent: String) -> String {
+    static func bashReply(_ kind: CompletionKind, tool: CommandSpec) -> String {
+        switch kind {
+        case .file: return "mapfile -t COMPREPLY < <(compgen -P \"$pre\" -f -- \"$cur\")"
+        case .directory: return "mapfile -t COMPREPLY < <(compgen -P \"$pre\" -d -- \"$cur\")"
+        case let .values(v): return "mapfile -t COMPREPLY < <(compgen -P \"$pre\" -W \"\(v.joined(separator: " "))\" -- \"$cur\")"
+        case let .listing(args): return "mapfile -t COMPREPLY < <(compgen -P \"$pre\" -W \"$(\(funcName(tool))_listing \(listingWords(args)))\" -- \"$cur\")"
+        case .none: return "COMPREPLY=()"
+        }
+    }
+
+    static func bashBody(_ spec: CommandSpec, tool: CommandSpec, indent: String) -> String {
         var s = "\(indent)case \"$prev\" in\n"
         for o in spec.visibleOptions where o.takesValue {
             let names = (["--\(o.long)"] + (o.short.map { ["-\($0)"] } ?? [])).joined(separator: "|")
             s += "\(indent)\(names))\n"
-            switch o.completion {
-            case .file: s += "\(indent)    COMPREPLY=($(compgen -f -- \"$cur\")); return ;;\n"
-            case .directory: s += "\(indent)    COMPREPLY=($(compgen -d -- \"$cur\")); return ;;\n"
-            case let .values(v): s += "\(indent)    COMPREPLY=($(compgen -W \"\(v.joined(separator: " "))\" -- \"$cur\")); return ;;\n"
-            case .none: s += "\(indent)    COMPREPLY=(); return ;;\n"
-            }
+            s += "\(indent)    \(bashReply(o.completion, tool: tool)); return ;;\n"
         }
         s += "\(indent)esac\n"
         let words = spec.visibleOptions.flatMap { o in ["--\(o.long)"] + (o.short.map { ["-\($0)"] } ?? []) }
-        s += "\(indent)if [[ \"$cur\" == -* ]]; then\n"
+        s += "\(indent)if [[ -z $pre && \"$cur\" == -* ]]; then\n"
         s += "\(indent)    COMPREPLY=($(compgen -W \"\(words.joined(separator: " "))\" -- \"$cur\"))\n"
         s += "\(indent)    return\n"
         s += "\(indent)fi\n"
-        if spec.arguments.contains(where: { $0.completion == .file }) {
-            s += "\(indent)COMPREPLY=($(compgen -f -- \"$cur\"))\n"
+        // The first positional's completion: which word it is does not matter
+        // to any declared command (their arguments complete alike).
+        if let a = spec.arguments.first(where: { $0.completion != .none }) {
+            s += "\(indent)\(bashReply(a.completion, tool: tool).replacingOccurrences(of: "-P \"$pre\" ", with: ""))\n"
         }
         return s
     }
@@ -82,29 +136,32 @@ public enum Completions {
         return t
     }
 
-    static func zshSpecs(_ spec: CommandSpec) -> [String] {
+    static func zshAction(_ kind: CompletionKind, tool: CommandSpec) -> String {
+        switch kind {
+        case .file: return "_files"
+        case .directory: return "_files -/"
+        case let .values(v): return "(\(v.joined(separator: " ")))"
+        case let .listing(args): return "{\(funcName(tool))_listing \(listingWords(args))}"
+        case .none: return " "
+        }
+    }
+
+    static func zshSpecs(_ spec: CommandSpec, tool: CommandSpec) -> [String] {
         var out: [String] = []
         for o in spec.visibleOptions {
             let help = zshEscape(o.help)
-            var action = ""
-            if o.takesValue {
-                switch o.completion {
-                case .file: action = ":\(o.valueName):_files"
-                case .directory: action = ":\(o.valueName):_files -/"
-                case let .values(v): action = ":\(o.valueName):(\(v.joined(separator: " ")))"
-                case .none: action = ":\(o.valueName): "
-                }
-            }
-            let rep = o.kind == .repeating ? "*" : ""
-            if let sh = o.short {
-                out.append("'\(rep)(-\(sh) --\(o.long))'{-\(sh),--\(o.long)}'\(o.takesValue && o.kind != .flag ? "=" : "")[\(help)]\(action)'")
+            // `--long=`: the value after '=' or as the next word; `-s+`: right after the letter or the next word.
+            let action = o.takesValue ? ":\(zshEscape(o.valueName)):\(zshAction(o.completion, tool: tool))" : ""
+            let names = ["--\(o.long)\(o.takesValue ? "=" : "")"] + (o.short.map { ["-\($0)\(o.takesValue ? "+" : "")"] } ?? [])
+            if o.kind == .repeating {
+                out += names.map { "'*\($0)[\(help)]\(action)'" }
             } else {
-                out.append("'\(rep)--\(o.long)\(o.takesValue ? "=" : "")[\(help)]\(action)'")
+                let exclusive = o.short.map { "(-\($0) --\(o.long))" } ?? ""
+                out += names.map { "'\(exclusive)\($0)[\(help)]\(action)'" }
             }
         }
         for a in spec.arguments {
-            let action = a.completion == .file ? "_files" : " "
-            out.append("'\(a.repeating ? "*" : "")\(a.optional && !a.repeating ? "::" : ":")\(zshEscape(a.name)):\(action)'")
+            out.append("'\(a.repeating ? "*" : "")\(a.optional && !a.repeating ? "::" : ":")\(zshEscape(a.name)):\(zshAction(a.completion, tool: tool))'")
         }
         return out
     }
@@ -112,9 +169,36 @@ public enum Completions {
     static func zsh(_ spec: CommandSpec) -> String {
         let fn = funcName(spec)
         var s = "#compdef \(spec.name)\n# zsh completion for \(spec.name)\n\n"
+        if usesListing(spec) {
+            s += """
+            # Offers each line '\(spec.name) ARGS' prints (VALUE, a tab, a description)
+            # for the store named on the line (--db PATH, --db=PATH), else its default store.
+            \(fn)_listing() {
+                local -a db found
+                local i w line
+                for ((i = 1; i < CURRENT; i++)); do
+                    w=$words[i]
+                    if [[ $w == --\(storeOption) ]]; then w=$words[i+1]
+                    elif [[ $w == --\(storeOption)=* ]]; then w=${w#--\(storeOption)=}
+                    else continue
+                    fi
+                    w=${(Q)w}
+                    db=(--\(storeOption) "${w/#\\~/$HOME}")
+                done
+                for line in ${(f)"$(command \(spec.name) "$@" $db 2>/dev/null </dev/null)"}; do
+                    if [[ $line == *$'\\t'* ]]; then found+=("${${line%%$'\\t'*}//:/\\\\:}:${line#*$'\\t'}")
+                    else found+=("${line//:/\\\\:}")
+                    fi
+                done
+                _describe -t values 'value' found
+            }
+
+
+            """
+        }
         if spec.subcommands.isEmpty {
             s += "\(fn)() {\n    _arguments -s \\\n"
-            s += zshSpecs(spec).map { "        \($0)" }.joined(separator: " \\\n") + "\n}\n"
+            s += zshSpecs(spec, tool: spec).map { "        \($0)" }.joined(separator: " \\\n") + "\n}\n"
         } else {
             s += "\(fn)() {\n    local line state\n"
             s += "    _arguments -C \\\n        '(- *)'{-h,--help}'[Show help information and exit.]' \\\n        '(- *)--version[Show the version and exit.]' \\\n"
@@ -124,7 +208,7 @@ public enum Completions {
             s += "        )\n        _describe 'command' commands ;;\n    args)\n        case $line[1] in\n"
             for sub in spec.subcommands {
                 s += "        \(sub.name))\n            _arguments -s \\\n"
-                s += zshSpecs(sub).map { "                \($0)" }.joined(separator: " \\\n") + " ;;\n"
+                s += zshSpecs(sub, tool: spec).map { "                \($0)" }.joined(separator: " \\\n") + " ;;\n"
             }
             s += "        esac ;;\n    esac\n}\n"
         }
@@ -138,10 +222,13 @@ public enum Completions {
         "'" + s.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "'", with: "\\'") + "'"
     }
 
-    static func fishOptions(_ spec: CommandSpec, tool: String, condition: String?) -> [String] {
+    static func fishFunction(_ spec: CommandSpec) -> String { "__" + spec.name.replacingOccurrences(of: "-", with: "_") + "_listing" }
+
+    /// fish completes `--long=value` itself for an option declared with -l and a value.
+    static func fishOptions(_ spec: CommandSpec, tool: CommandSpec, condition: String?) -> [String] {
         var out: [String] = []
         for o in spec.visibleOptions {
-            var line = "complete -c \(tool)"
+            var line = "complete -c \(tool.name)"
             if let condition { line += " -n \(fishEscape(condition))" }
             if let sh = o.short { line += " -s \(sh)" }
             line += " -l \(o.long)"
@@ -150,10 +237,22 @@ public enum Completions {
                 case .file: line += " -r -F"
                 case .directory: line += " -r -a '(__fish_complete_directories)'"
                 case let .values(v): line += " -x -a \(fishEscape(v.joined(separator: " ")))"
+                case let .listing(args): line += " -x -a \(fishEscape("(\(fishFunction(tool)) \(listingWords(args)))"))"
                 case .none: line += " -x"
                 }
             }
             line += " -d \(fishEscape(o.help))"
+            out.append(line)
+        }
+        for a in spec.arguments {
+            var line = "complete -c \(tool.name)"
+            if let condition { line += " -n \(fishEscape(condition))" }
+            switch a.completion {
+            case .file, .none: continue
+            case .directory: line += " -f -a '(__fish_complete_directories)'"
+            case let .values(v): line += " -f -a \(fishEscape(v.joined(separator: " ")))"
+            case let .listing(args): line += " -f -a \(fishEscape("(\(fishFunction(tool)) \(listingWords(args)))"))"
+            }
             out.append(line)
         }
         return out
@@ -161,8 +260,29 @@ public enum Completions {
 
     static func fish(_ spec: CommandSpec) -> String {
         var lines = ["# fish completion for \(spec.name)"]
+        if usesListing(spec) {
+            let f = fishFunction(spec)
+            lines += [
+                "# Prints each line '\(spec.name) ARGS' prints (VALUE, a tab, a description) for",
+                "# the store named on the line (--\(storeOption) PATH, --\(storeOption)=PATH), else its default store.",
+                "function \(f)",
+                "    set --local words (commandline -opc)",
+                "    set --local db",
+                "    for i in (seq (count $words))",
+                "        switch $words[$i]",
+                "            case --\(storeOption)",
+                "                set db --\(storeOption) $words[(math $i + 1)]",
+                "            case '--\(storeOption)=*'",
+                "                set db --\(storeOption) (string replace -- --\(storeOption)= '' $words[$i])",
+                "        end",
+                "    end",
+                "    set -q db[2]; and set db[2] (string replace -r '^~(?=/|$)' -- $HOME $db[2])",
+                "    command \(spec.name) $argv $db 2>/dev/null </dev/null",
+                "end",
+            ]
+        }
         if spec.subcommands.isEmpty {
-            lines += fishOptions(spec, tool: spec.name, condition: nil)
+            lines += fishOptions(spec, tool: spec, condition: nil)
         } else {
             lines.append("complete -c \(spec.name) -f")
             for sub in spec.subcommands {
@@ -171,7 +291,7 @@ public enum Completions {
             lines.append("complete -c \(spec.name) -n '__fish_use_subcommand' -s h -l help -d 'Show help information and exit.'")
             lines.append("complete -c \(spec.name) -n '__fish_use_subcommand' -l version -d 'Show the version and exit.'")
             for sub in spec.subcommands {
-                lines += fishOptions(sub, tool: spec.name, condition: "__fish_seen_subcommand_from \(sub.name)")
+                lines += fishOptions(sub, tool: spec, condition: "__fish_seen_subcommand_from \(sub.name)")
             }
         }
         return lines.joined(separator: "\n") + "\n"

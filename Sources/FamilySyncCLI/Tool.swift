@@ -46,8 +46,10 @@ public final class ToolContext {
         return true
     }
 
-    /// A diagnostic on stderr as `tool: message`.
+    /// A diagnostic on stderr as `tool: message`, on a line of its own: a
+    /// progress line being shown is cleared first (the next redraw brings it back).
     public func warn(_ message: String) {
+        if showsProgress { line.clear() }
         StandardStreams.writeError("\(name): \(message)\n")
     }
 

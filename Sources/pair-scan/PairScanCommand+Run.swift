@@ -45,6 +45,7 @@ extension PairScanCommand {
 
     static func scanAll(_ image: GrayImage, name: String, output: Output, reader: QRReader, ctx: ToolContext) throws {
         let result = reader.scan(image)
+        warnIncomplete(result, name: name, ctx: ctx)
         guard !result.codes.isEmpty else { throw ToolError(.negative, "\(name): no QR code found") }
         for c in result.codes {
             switch output {
@@ -54,6 +55,11 @@ extension PairScanCommand {
             case .offer: break
             }
         }
+    }
+
+    /// Structured-append sequences left out for a missing (or conflicting) part.
+    static func warnIncomplete(_ result: QRReader.Result, name: String, ctx: ToolContext) {
+        for s in result.incompleteSequences { ctx.warn("\(name): left out a \(s.summary)") }
     }
 
     /// One code as the JSON `--json` prints.
@@ -81,6 +87,19 @@ extension PairScanCommand {
             fields += [("modes", .null), ("eci", .null), ("segments", .null), ("version", .null), ("level", .null)]
         }
         fields.append(("corners", .array(c.corners.map(point))))
+        // A joined structured-append sequence: its parts in order, each where it is.
+        if let sa = c.parts.first?.stream?.structuredAppend {
+            fields.append(("sequence", .object([
+                ("total", .int(sa.total)), ("parity", .int(Int(sa.parity))),
+                ("parts", .array(c.parts.map { p in
+                    .object([("version", p.stream.map { .int($0.version) } ?? .null),
+                             ("level", p.stream.map { .string($0.level.rawValue) } ?? .null),
+                             ("corners", .array(p.corners.map(point)))])
+                })),
+            ])))
+        } else {
+            fields.append(("sequence", .null))
+        }
         return .object(fields)
     }
 
@@ -91,6 +110,7 @@ extension PairScanCommand {
             return o
         }
         let result = reader.scan(image) { found in found.contains { offer($0) != nil } }
+        warnIncomplete(result, name: name, ctx: ctx)
         var offers: [PairingOffer] = []
         for o in result.codes.compactMap(offer) where !offers.contains(where: { $0.nonce == o.nonce }) { offers.append(o) }
         guard let chosen = offers.first else {

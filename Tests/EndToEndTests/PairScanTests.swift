@@ -87,9 +87,37 @@ import Testing
         let p = try PairScanTests.png([.eci(26), .bytes(Array("Grüße".utf8)), .numeric("2026")], in: d, "eci.png")
         let r = try Tools.run("pair-scan", ["--json", p])
         #expect(r.status == 0, "\(r.err)")
-        #expect(r.out == #"{"text":"Grüße2026","bytes":"R3LDvMOfZTIwMjY=","modes":["byte","numeric"],"eci":26,"segments":[{"mode":"byte","eci":26,"bytes":"R3LDvMOfZQ=="},{"mode":"numeric","eci":26,"bytes":"MjAyNg=="}],"version":1,"level":"M","corners":[[16,16],[100,16],[100,100],[16,100]]}"# + "\n")
+        #expect(r.out == #"{"text":"Grüße2026","bytes":"R3LDvMOfZTIwMjY=","modes":["byte","numeric"],"eci":26,"segments":[{"mode":"byte","eci":26,"bytes":"R3LDvMOfZQ=="},{"mode":"numeric","eci":26,"bytes":"MjAyNg=="}],"version":1,"level":"M","corners":[[16,16],[100,16],[100,100],[16,100]],"sequence":null}"# + "\n")
         let both = try Tools.run("pair-scan", ["--json", "--raw", p])
         #expect(both.status == 64 && both.err.contains("cannot be used together"))
+    }
+
+    @Test func aStructuredAppendSequenceIsOneTextAndAnIncompleteOneIsLeftOutAndSaid() throws {
+        let d = TempDir()
+        let parts = try QRCode.encodeSequence(parts: [[.bytes(Array("one message ".utf8))], [.bytes(Array("in three ".utf8))], [.bytes(Array("symbols".utf8))]],
+                                              level: .M, parity: 0x5A)
+        func poster(_ order: [Int], _ name: String) throws -> String {
+            let tiles = order.map { QRRenderer(code: parts[$0], margin: 4, moduleSize: 4).raster() }
+            var canvas = GrayImage(width: tiles.reduce(20) { $0 + $1.width + 20 }, height: tiles.map(\.height).max()! + 40, fill: 255)
+            var x = 20
+            for t in tiles {
+                for j in 0..<t.height { for i in 0..<t.width { canvas[x + i, 20 + j] = t[i, j] } }
+                x += t.width + 20
+            }
+            let p = d.file(name)
+            FileManager.default.createFile(atPath: p, contents: Data(try PNGCodec.encode(canvas)))
+            return p
+        }
+        let whole = try poster([1, 2, 0], "whole.png")
+        let r = try Tools.run("pair-scan", ["--raw", whole])
+        #expect(r.status == 0 && r.err.isEmpty, "\(r.err)")
+        #expect(r.out == "one message in three symbols\n")
+        let json = try Tools.run("pair-scan", ["--json", whole])
+        #expect(json.out.contains(#""text":"one message in three symbols""#) && json.out.contains(#""sequence":{"total":3,"parity":90,"parts":[{"version":1,"#), "\(json.out)")
+        let partial = try poster([0, 2], "partial.png")
+        let p = try Tools.run("pair-scan", ["--raw", partial])
+        #expect(p.status == 1 && p.out.isEmpty)
+        #expect(p.err == "pair-scan: \(partial): left out a structured-append sequence (parity 0x5A): parts 1, 3 of 3 read\npair-scan: \(partial): no QR code found\n")
     }
 
     @Test func theOneValidOfferAmongSeveralCodes() throws {

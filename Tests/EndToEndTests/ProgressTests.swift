@@ -54,11 +54,28 @@ import FamilySync
         let cmd = argv.map { "'\($0)'" }.joined(separator: " ") + " > \(dir.file(name + ".out"))"
         let r = try Tools.run("/usr/bin/script", ["-q", "-e", "-c", "stty cols \(columns) 2>/dev/null; " + cmd, dir.file(name + ".typescript")],
                               env: ["COLUMNS": String(columns), "TERM": "xterm"], timeout: 120)
-        let drawn = (try? String(contentsOfFile: dir.file(name + ".typescript"), encoding: .utf8)) ?? ""
-        // script(1)'s own header and footer lines, if any, are not the tool's.
-        let body = drawn.split(separator: "\n", omittingEmptySubsequences: false)
-            .filter { !$0.hasPrefix("Script started") && !$0.hasPrefix("Script done") }.joined(separator: "\n")
-        return (r.status, body.replacingOccurrences(of: "\r\n", with: "\n"))
+        let drawn = [UInt8](FileManager.default.contents(atPath: dir.file(name + ".typescript")) ?? Data())
+        return (r.status, toolOutput(typescript: drawn))
+    }
+
+    /// The tool's own bytes in a typescript: script(1)'s header line and its
+    /// footer (which begins with a newline of its own: "\nScript done on …")
+    /// cut off, and the terminal's CR LF for each newline turned back into
+    /// the newline written. All of it on bytes: read as a String, the
+    /// progress line's last "\r" and the footer's "\n" would be one
+    /// Character (CR LF is one grapheme), and the last redraw would seem one
+    /// column wider than it was.
+    static func toolOutput(typescript: [UInt8]) -> String {
+        var b = typescript[...]
+        if b.starts(with: Array("Script started".utf8)), let nl = b.firstIndex(of: 0x0A) { b = b[(nl + 1)...] }
+        let footer = Array("\nScript done".utf8)
+        if let at = b.indices.reversed().first(where: { b[$0...].starts(with: footer) }) { b = b[..<at] }
+        var out: [UInt8] = []
+        out.reserveCapacity(b.count)
+        for (i, c) in zip(b.indices, b) where !(c == 0x0D && b.index(after: i) < b.endIndex && b[b.index(after: i)] == 0x0A) {
+            out.append(c)
+        }
+        return String(decoding: out, as: UTF8.self)
     }
 
     @Test func syncProgressFitsTheTerminalIsInWordsAndLeavesNothing() throws {
@@ -131,6 +148,20 @@ import FamilySync
 
 /// The cutting itself, on wide characters and names.
 @Suite struct ProgressLineTests {
+    /// The harness counts what a redraw drew, scalar by scalar: a cut
+    /// redraw (49 columns at width 50), cleared, then script(1)'s footer.
+    @Test func aClearedRedrawBeforeTheFooterCountsItsOwnColumns() {
+        let redraw = "peer-sync: 1A2B3C4D: photos 12/40 · 4 s left · 2…"
+        #expect(redraw.count == 49)
+        let typescript = "Script started on 2026-12-01 [COMMAND=\"x\"]\n\r" + redraw + "\u{1B}[K\r\u{1B}[K\nScript done on 2026-12-01 [COMMAND_EXIT_CODE=\"0\"]\n"
+        let out = ProgressTests.toolOutput(typescript: Array(typescript.utf8))
+        #expect(out == "\r" + redraw + "\u{1B}[K\r\u{1B}[K")
+        #expect(ProgressTests.redraws(out) == [redraw])
+        #expect(ProgressTests.screen(out, width: 50).isEmpty)
+        // A line that stays keeps its newline (the terminal's CR LF turned back).
+        #expect(ProgressTests.toolOutput(typescript: Array("\rpeer-sync: done\r\n".utf8)) == "\rpeer-sync: done\n")
+    }
+
     @Test func fitCutsToTheWidthCountingWideCharacters() {
         #expect(ProgressLine.fit("short", width: 80) == "short")
         let cut = ProgressLine.fit(String(repeating: "a", count: 100), width: 20)

@@ -1,10 +1,27 @@
 # fish completion for peer-sync
+# Prints each line 'peer-sync ARGS' prints (VALUE, a tab, a description) for
+# the store named on the line (--db PATH, --db=PATH), else its default store.
+function __peer_sync_listing
+    set --local words (commandline -opc)
+    set --local db
+    for i in (seq (count $words))
+        switch $words[$i]
+            case --db
+                set db --db $words[(math $i + 1)]
+            case '--db=*'
+                set db --db (string replace -- --db= '' $words[$i])
+        end
+    end
+    set -q db[2]; and set db[2] (string replace -r '^~(?=/|$)' -- $HOME $db[2])
+    command peer-sync $argv $db 2>/dev/null </dev/null
+end
 complete -c peer-sync -f
 complete -c peer-sync -n '__fish_use_subcommand' -a serve -d 'Accept peers, one session at a time'
 complete -c peer-sync -n '__fish_use_subcommand' -a join -d 'Redeem a pairing offer and run a first sync'
 complete -c peer-sync -n '__fish_use_subcommand' -a connect -d 'Sync once with a paired device'
 complete -c peer-sync -n '__fish_use_subcommand' -a discover -d 'List the family\'s devices answering on the local network now'
 complete -c peer-sync -n '__fish_use_subcommand' -a revoke -d 'Revoke a device from the family (owner only)'
+complete -c peer-sync -n '__fish_use_subcommand' -a rename -d 'Name a device of the family (owner only)'
 complete -c peer-sync -n '__fish_use_subcommand' -a status -d 'Show the family, its devices and sync state'
 complete -c peer-sync -n '__fish_use_subcommand' -s h -l help -d 'Show help information and exit.'
 complete -c peer-sync -n '__fish_use_subcommand' -l version -d 'Show the version and exit.'
@@ -21,6 +38,7 @@ complete -c peer-sync -n '__fish_seen_subcommand_from serve' -s h -l help -d 'Sh
 complete -c peer-sync -n '__fish_seen_subcommand_from serve' -l version -d 'Show the version and exit.'
 complete -c peer-sync -n '__fish_seen_subcommand_from join' -l db -r -F -d 'The store. Created on first use.'
 complete -c peer-sync -n '__fish_seen_subcommand_from join' -l connect -x -d 'Where the owner\'s device listens, when the offer carries no address or another one is right.'
+complete -c peer-sync -n '__fish_seen_subcommand_from join' -l name -x -d 'What to call this device ("Anna\'s phone"), at most 64 bytes, no control characters. The owner keeps it and shows it to the family; only the owner can rename it later (peer-sync rename).'
 complete -c peer-sync -n '__fish_seen_subcommand_from join' -l wait -x -d 'Keep retrying a busy peer, with backoff, this long before giving up with status 75.'
 complete -c peer-sync -n '__fish_seen_subcommand_from join' -l wave-timeout -x -d 'Stop waiting for a wave of photo replies after this long without one; what is missing counts as unavailable and is asked for again next time.'
 complete -c peer-sync -n '__fish_seen_subcommand_from join' -l events -r -F -d 'Append progress events to PATH as NDJSON (one object per line, with \'event\' and \'time\'), for scripts.'
@@ -47,8 +65,15 @@ complete -c peer-sync -n '__fish_seen_subcommand_from revoke' -l db -r -F -d 'Th
 complete -c peer-sync -n '__fish_seen_subcommand_from revoke' -l now -x -d 'Use TIME (RFC 3339) as the current time, for tests and replays.'
 complete -c peer-sync -n '__fish_seen_subcommand_from revoke' -s h -l help -d 'Show help information and exit.'
 complete -c peer-sync -n '__fish_seen_subcommand_from revoke' -l version -d 'Show the version and exit.'
+complete -c peer-sync -n '__fish_seen_subcommand_from revoke' -f -a '(__peer_sync_listing status --device-ids)'
+complete -c peer-sync -n '__fish_seen_subcommand_from rename' -l db -r -F -d 'The store. Created on first use.'
+complete -c peer-sync -n '__fish_seen_subcommand_from rename' -l now -x -d 'Use TIME (RFC 3339) as the current time, for tests and replays.'
+complete -c peer-sync -n '__fish_seen_subcommand_from rename' -s h -l help -d 'Show help information and exit.'
+complete -c peer-sync -n '__fish_seen_subcommand_from rename' -l version -d 'Show the version and exit.'
+complete -c peer-sync -n '__fish_seen_subcommand_from rename' -f -a '(__peer_sync_listing status --device-ids)'
 complete -c peer-sync -n '__fish_seen_subcommand_from status' -l db -r -F -d 'The store. Created on first use.'
 complete -c peer-sync -n '__fish_seen_subcommand_from status' -l root -r -F -d 'Judge the proofs peers send against CERT (a DER or PEM file) instead of the bundled Apple Root CA - G3, as jws-verify --root does. Repeatable. Given to join, it is kept in the store (the setting trust_roots) and used by every later command on that store that gives no --root.'
 complete -c peer-sync -n '__fish_seen_subcommand_from status' -l now -x -d 'Use TIME (RFC 3339) as the current time, for tests and replays.'
+complete -c peer-sync -n '__fish_seen_subcommand_from status' -l device-ids -d 'Print only the IDs of the devices revoke can name (the other devices not revoked), one per line, each followed by a tab and the device\'s name when it has one, and nothing else. The shell completions use it; a missing store is an error, never created.'
 complete -c peer-sync -n '__fish_seen_subcommand_from status' -s h -l help -d 'Show help information and exit.'
 complete -c peer-sync -n '__fish_seen_subcommand_from status' -l version -d 'Show the version and exit.'

@@ -47,13 +47,19 @@ extension Store {
     }
 
     /// Adds or updates a device as a roster says. `authoritative` (the owner's
-    /// roster) may also lift a revocation; otherwise revocations only accumulate.
-    public func mergeRosterEntry(device: String, role: FamilyInfo.Role, joinedAt: Timestamp, revokedAt: Timestamp?, authoritative: Bool) throws {
+    /// roster) may also lift a revocation and sets the device's name;
+    /// otherwise revocations only accumulate and names are left alone.
+    public func mergeRosterEntry(device: String, role: FamilyInfo.Role, joinedAt: Timestamp, revokedAt: Timestamp?,
+                                 name: String? = nil, authoritative: Bool) throws {
         try db.run("INSERT OR IGNORE INTO devices (device_id, role, joined_at) VALUES (?, ?, ?)",
                    [.text(device), .text(role.rawValue), .int(joinedAt.milliseconds)])
         if authoritative {
             try db.run("UPDATE devices SET role = ?, joined_at = ?, revoked_at = ? WHERE device_id = ?",
                        [.text(role.rawValue), .int(joinedAt.milliseconds), revokedAt.map { .int($0.milliseconds) } ?? .null, .text(device)])
+            // The owner's name for the device; a roster without one (an owner
+            // that names no devices) leaves this device's own name as it gave it.
+            let me = try deviceID
+            if name != nil || device != me { try setDeviceName(device, name) }
         } else if let revokedAt {
             try db.run("UPDATE devices SET revoked_at = ? WHERE device_id = ? AND revoked_at IS NULL", [.int(revokedAt.milliseconds), .text(device)])
         }
@@ -67,9 +73,10 @@ extension Store {
 
     /// Owner: admits a joining device and issues its device key. Call inside
     /// the transaction that also consumes the offer's nonce.
-    public func admitDeviceInTransaction(_ device: String, now: Timestamp) throws -> SecretBytes {
+    public func admitDeviceInTransaction(_ device: String, name: String? = nil, now: Timestamp) throws -> SecretBytes {
         let key = try SecretBytes.random(count: Store.familySecretBytes)
         try db.run("INSERT INTO devices (device_id, role, joined_at) VALUES (?, 'member', ?)", [.text(device), .int(now.milliseconds)])
+        try setDeviceName(device, name)
         try setSecret("device_key:" + device, key)
         return key
     }

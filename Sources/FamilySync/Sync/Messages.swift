@@ -157,10 +157,15 @@ struct RosterEntry: Equatable {
     var role: FamilyInfo.Role
     var joinedAt: Timestamp
     var revokedAt: Timestamp?
+    /// The owner's name for the device (docs/protocol.md §4.2): only in the
+    /// owner's signed roster statement, and only when the device has one.
+    var name: String? = nil
 
     var json: JSONValue {
-        .object([("device", .string(device)), ("role", .string(role.rawValue)), ("joinedAt", .string(joinedAt.rfc3339)),
-                 ("revokedAt", revokedAt.map { .string($0.rfc3339) } ?? .null)])
+        var pairs: [(String, JSONValue)] = [("device", .string(device)), ("role", .string(role.rawValue)), ("joinedAt", .string(joinedAt.rfc3339)),
+                                            ("revokedAt", revokedAt.map { .string($0.rfc3339) } ?? .null)]
+        if let name { pairs.append(("name", .string(name))) }
+        return .object(pairs)
     }
 }
 
@@ -326,15 +331,22 @@ struct JoinMessage {
     var version: Int64
     var device: String
     var clock: Timestamp
+    /// The name the joining device gives itself (optional; made safe with
+    /// DeviceName.neutralised, longer than DeviceName.maxBytes is an error).
+    var name: String?
 
     var json: JSONValue {
-        .object([("protocol", .int(version)), ("device", .string(device)), ("clock", .string(clock.rfc3339)), ("software", .string(FamilySyncInfo.version))])
+        var pairs: [(String, JSONValue)] = [("protocol", .int(version)), ("device", .string(device)), ("clock", .string(clock.rfc3339)),
+                                            ("software", .string(FamilySyncInfo.version))]
+        if let name { pairs.append(("name", .string(name))) }
+        return .object(pairs)
     }
 
-    init(device: String, clock: Timestamp, version: Int64 = Int64(SyncProtocol.version)) {
+    init(device: String, clock: Timestamp, name: String? = nil, version: Int64 = Int64(SyncProtocol.version)) {
         self.version = version
         self.device = device
         self.clock = clock
+        self.name = name
     }
 
     init(_ f: Frame) throws(ProtocolError) {
@@ -342,6 +354,7 @@ struct JoinMessage {
         version = try r.protocolVersion(who: "joining device")
         device = try r.uuid("device")
         clock = try r.time("clock")
+        name = try r.optionalString("name", maxBytes: DeviceName.maxBytes).flatMap(DeviceName.neutralised)
     }
 }
 

@@ -95,7 +95,8 @@ struct SignedRoster: Equatable {
 
 extension RosterEntry {
     init(_ e: FieldReader) throws(ProtocolError) {
-        self.init(device: try e.uuid("device"), role: try e.role("role"), joinedAt: try e.time("joinedAt"), revokedAt: try e.optionalTime("revokedAt"))
+        self.init(device: try e.uuid("device"), role: try e.role("role"), joinedAt: try e.time("joinedAt"), revokedAt: try e.optionalTime("revokedAt"),
+                  name: try e.optionalString("name", maxBytes: DeviceName.maxBytes).flatMap(DeviceName.neutralised))
     }
 }
 
@@ -119,7 +120,7 @@ extension Store {
     /// Owner: the roster as it stands, signed; a new version when it changed
     /// since the last statement made. Call inside `write`.
     func ownerSignedRoster(family: FamilyInfo) throws -> SignedRoster {
-        let entries = try devices().map { RosterEntry(device: $0.deviceID, role: $0.role, joinedAt: $0.joinedAt, revokedAt: $0.revokedAt) }
+        let entries = try devices().map { RosterEntry(device: $0.deviceID, role: $0.role, joinedAt: $0.joinedAt, revokedAt: $0.revokedAt, name: $0.name) }
         var s = RosterStatement(family: family.id, version: 1, maxDevices: Int64(try maxDevices), devices: Array(entries.prefix(FamilyMessage.maxRosterEntries)))
         if let last = try heldRoster(), let held = try? RosterStatement(text: last.text) {
             if held.sameRoster(as: s) { return last }
@@ -188,7 +189,7 @@ extension Store {
             try db.run("DELETE FROM devices WHERE device_id = ?", [.text(d.deviceID)])
         }
         for e in statement.devices {
-            try mergeRosterEntry(device: e.device, role: e.role, joinedAt: e.joinedAt, revokedAt: e.revokedAt, authoritative: true)
+            try mergeRosterEntry(device: e.device, role: e.role, joinedAt: e.joinedAt, revokedAt: e.revokedAt, name: e.name, authoritative: true)
         }
         try setMeta("family_max_devices", String(statement.maxDevices))
         try holdRoster(signed, version: statement.version)

@@ -49,7 +49,7 @@ enum PairingAdmission {
                 try store.forgetDeviceInTransaction(join.device)
                 try store.forgetAcknowledgementPoints(member: join.device)
             }
-            let key = try store.admitDeviceInTransaction(join.device, now: now)
+            let key = try store.admitDeviceInTransaction(join.device, name: join.name, now: now)
             guard let fk = try store.familySecret() else { throw ToolError(.dataError, "store has a family but no family key") }
             return .admitted(member: join.device,
                              welcome: WelcomeMessage(family: family.id, owner: me, epoch: try store.familyEpoch, familyKey: fk, deviceKey: key),

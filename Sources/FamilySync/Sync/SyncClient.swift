@@ -250,7 +250,8 @@ public final class SyncClient {
     /// With `browse`, the owner's service is browsed for at the same time
     /// (it names the offer by a tag only its holder recognises), so an offer
     /// whose address went stale, or that carries none, still finds the owner.
-    public func join(offer: PairingOffer, at given: HostPort?, browse: Bool, wait: TimeSpan) throws -> SyncSummary {
+    /// `name`: what this device calls itself (DeviceName), sent in JOIN for the owner to keep.
+    public func join(offer: PairingOffer, at given: HostPort?, browse: Bool, wait: TimeSpan, name: String? = nil) throws -> SyncSummary {
         let me = try store.deviceID
         // A store revoked from this family may join it again with a new offer.
         var rejoining = false
@@ -295,7 +296,8 @@ public final class SyncClient {
                     throw ToolError(.noPermission, "refused by \(address): \(r.message) (\(r.reason.rawValue)); nothing was stored")
                 }
             }
-            channel.send(.join, json: JoinMessage(device: me, clock: clock.now(), version: options.faults.contains(.speakVersion1) ? 1 : Int64(SyncProtocol.version)).json)
+            channel.send(.join, json: JoinMessage(device: me, clock: clock.now(), name: name,
+                                                  version: options.faults.contains(.speakVersion1) ? 1 : Int64(SyncProtocol.version)).json)
             let welcome: WelcomeMessage
             do {
                 let deadline = Deadline(after: SyncLimits.noticeTimeout)
@@ -339,6 +341,7 @@ public final class SyncClient {
                 try store.joinFamily(id: welcome.family, ownerDevice: welcome.owner, secret: welcome.familyKey, now: now)
                 try store.setFamilyKey(welcome.familyKey, epoch: welcome.epoch)
                 try store.setOwnDeviceKey(welcome.deviceKey)
+                if let name { try store.setDeviceName(me, name) }
             }
             emit("joined", [("family", .string(welcome.family)), ("owner", .string(welcome.owner)), ("device", .string(me))])
             guard let fam = try store.family() else { throw ToolError(.software, "the family just stored could not be read back") }

@@ -206,7 +206,8 @@ final class SyncSession {
         // How many records are coming at most, for progress: the peer's changes after where it sends from.
         let peerSendsAfter = continuous ? myRecv : 0
         let expected: JSONValue = h.changes.map { .int(max(0, $0 - (peerSendsAfter <= $0 ? peerSendsAfter : 0))) } ?? .null
-        emit("hello", [("peer", .string(h.device)), ("role", .string(h.role.rawValue)), ("clockSkewMs", .int(summary.clockSkewMilliseconds)),
+        summary.peerName = try store.device(h.device)?.name
+        emit("hello", [("peer", .string(h.device)), ("peerName", .optional(summary.peerName)), ("role", .string(h.role.rawValue)), ("clockSkewMs", .int(summary.clockSkewMilliseconds)),
                        ("full", .bool(sendAfter == 0)), ("continuous", .bool(continuous)), ("recordsExpected", expected)])
         if summary.clockSkewReported {
             emit("clock-skew", [("ms", .int(summary.clockSkewMilliseconds))])
@@ -578,6 +579,8 @@ final class SyncSession {
             }
         }
         summary.lastSynced = now
+        // The name as it stands now: this session's roster may have renamed the peer.
+        summary.peerName = try store.device(peer.device)?.name
         summary.photosReceived = waves.received
         summary.photosUnavailable = waves.unavailable
         summary.photosSent = responder.sent

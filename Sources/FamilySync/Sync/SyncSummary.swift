@@ -4,6 +4,8 @@ public struct SyncSummary: Sendable {
 
     public var side: Side
     public var peer: String = ""
+    /// The peer's name as this store knows it (DeviceName), if it has one.
+    public var peerName: String?
     public var address: String?
     /// True for a session that began as a pairing join.
     public var joined = false
@@ -39,7 +41,7 @@ public struct SyncSummary: Sendable {
         let seconds = Double(durationMilliseconds) / 1000
         let rate = seconds > 0 ? Double(bytesSent + bytesReceived) / seconds : 0
         return .object([
-            ("peer", .string(peer)), ("address", .optional(address)), ("side", .string(side.rawValue)), ("joined", .bool(joined)),
+            ("peer", .string(peer)), ("peerName", .optional(peerName)), ("address", .optional(address)), ("side", .string(side.rawValue)), ("joined", .bool(joined)),
             ("records", .object([("sent", .int(recordsSent)), ("received", .int(recordsReceived)), ("applied", .int(recordsApplied)),
                                  ("clamped", .int(recordsClamped)), ("purged", .int(recordsPurged))])),
             ("photos", .object([("sent", .int(photosSent)), ("received", .int(photosReceived)), ("unavailable", .int(photosUnavailable)),

@@ -60,9 +60,10 @@ public enum PeerSyncCommand {
         """,
         options: [CommonOptions.db,
                   OptionSpec("connect", valueName: "HOST:PORT", help: "Where the owner's device listens, when the offer carries no address or another one is right."),
+                  OptionSpec("name", valueName: "NAME", help: "What to call this device (\"Anna's phone\"), at most \(DeviceName.maxBytes) bytes, no control characters. The owner keeps it and shows it to the family; only the owner can rename it later (peer-sync rename)."),
                   wait, waveTimeout, events, root, CommonOptions.now, CommonOptions.quiet, faultVersion1],
         arguments: [ArgumentSpec("OFFER", help: "A file holding the offer (JSON or text), or - for standard input.", default: "-")],
-        examples: [Example("Scan the owner's QR code and join:", "pair-scan pair.png | peer-sync join --db kid.db")]
+        examples: [Example("Scan the owner's QR code and join:", "pair-scan pair.png | peer-sync join --db kid.db --name \"Anna's phone\"")]
     )
 
     static let connect = CommandSpec(
@@ -95,20 +96,42 @@ public enum PeerSyncCommand {
         authenticated session and drops to free.
         """,
         options: [CommonOptions.db, CommonOptions.now],
-        arguments: [ArgumentSpec("DEVICE", help: "The device ID, or a unique prefix of it (4 characters or more).", optional: false, completion: .none)],
+        arguments: [ArgumentSpec("DEVICE", help: "The device ID, or a unique prefix of it (4 characters or more).", optional: false, completion: revocable)],
         examples: [Example("Revoke a lost phone:", "peer-sync revoke --db owner.db 7F3A")]
     )
+
+    static let rename = CommandSpec(
+        name: "rename",
+        abstract: "Name a device of the family (owner only)",
+        discussion: """
+        Gives DEVICE the name NAME (at most \(DeviceName.maxBytes) bytes, no \
+        control characters), replacing the name it joined with, if any. The \
+        owner's signed roster carries the names, so the other devices learn \
+        the new name at their next contact with the owner's device (and from \
+        each other from there). Only the owner's device names devices; on a \
+        member's store this is refused (status 77). Prints {"device", \
+        "name", "was"}.
+        """,
+        options: [CommonOptions.db, CommonOptions.now],
+        arguments: [ArgumentSpec("DEVICE", help: "The device ID, or a unique prefix of it (4 characters or more).", optional: false, completion: revocable),
+                    ArgumentSpec("NAME", help: "The device's new name.", optional: false, completion: .none)],
+        examples: [Example("Name the kid's tablet:", "peer-sync rename --db owner.db 7F3A \"Ben's tablet\"")]
+    )
+
+    /// What `revoke DEVICE` completes to: the IDs `status --device-ids` lists.
+    static let revocable = CompletionKind.listing(["status", "--device-ids"])
 
     static let status = CommandSpec(
         name: "status",
         abstract: "Show the family, its devices and sync state",
         discussion: """
         Prints one JSON object: this device, the family and this device's \
-        role, the family key's epoch, every device with when it was last \
-        synced and its cursors, the proof state (jws-verify's verdict on the \
+        role, the family key's epoch, every device with its name (null when \
+        it has none), when it was last synced and its cursors, the proof state (jws-verify's verdict on the \
         kept proofs), and the photos still wanted: their count, and (up to 1,000, in hash order) each wanted photo's SHA-256 with the ids of the records naming it (up to 20).
         """,
-        options: [CommonOptions.db, root, CommonOptions.now],
+        options: [CommonOptions.db, root, CommonOptions.now,
+                  .flag("device-ids", help: "Print only the IDs of the devices revoke can name (the other devices not revoked), one per line, each followed by a tab and the device's name when it has one, and nothing else. The shell completions use it; a missing store is an error, never created.")],
         examples: [Example("Which devices have synced lately?", "peer-sync status --db owner.db | jq '.devices[] | {device, lastSynced}'")]
     )
 
@@ -155,12 +178,12 @@ public enum PeerSyncCommand {
         bytes) that is cleared when the session ends; serve's listening line \
         and one line per session stay. --events gets every event as NDJSON.
         """,
-        subcommands: [serve, join, connect, discover, revoke, status],
+        subcommands: [serve, join, connect, discover, revoke, rename, status],
         seeAlso: AllTools.seeAlso(except: "peer-sync"),
         extraSections: [
             ("Summary", """
             Each session prints one JSON object on standard output: peer (the \
-            other device's ID), address, side (client or server), joined, \
+            other device's ID), peerName (its name, or null), address, side (client or server), joined, \
             records {sent, received, applied, clamped: sent with modifiedAt \
             pulled back to the peer's clock + 5 minutes, and kept so}, photos {sent, received, \
             unavailable, wanted, waves}, bytes {sent, received, perSecond}, \
@@ -172,7 +195,7 @@ public enum PeerSyncCommand {
             ("Events", """
             With --events, each line is a JSON object with event and time: \
             listening (address, device, family, role), session, joined, hello \
-            (peer, role, clockSkewMs, full, recordsExpected: at most this many \
+            (peer, peerName, role, clockSkewMs, full, recordsExpected: at most this many \
             records are coming), clock-skew, family-key, proof, \
             phase (records, photos with photosWanted), wave (wave, requested), wave-timeout, \
             progress (phase, wave, bytes, rate, records and photos received \
@@ -200,9 +223,10 @@ public enum PeerSyncCommand {
         case "join": return try runJoin(ctx)
         case "connect": return try runConnect(ctx)
         case "revoke": return try runRevoke(ctx)
+        case "rename": return try runRename(ctx)
         case "status": return try runStatus(ctx)
         case "discover": return try runDiscover(ctx)
-        default: throw ToolError.usage("missing command (one of: serve, join, connect, discover, revoke, status)")
+        default: throw ToolError.usage("missing command (one of: serve, join, connect, discover, revoke, rename, status)")
         }
     }
 
@@ -366,11 +390,15 @@ public enum PeerSyncCommand {
             throw ToolError.usage("the offer carries no address: give --connect HOST:PORT")
         }
         let roots = try ProofRoots.given(ctx)
+        let name = try ctx.args.value(Option.name).map { n in
+            if let problem = DeviceName.problem(n) { throw ToolError.usage("--name: \(problem)") }
+            return n
+        }
         // A join that fails before the family is stored leaves no store (nor folder) behind.
         let footprint = NewStoreFootprint(path: ctx.storePath)
         do {
             return try runClient(ctx, createStore: true) { client, wait in
-                let summary = try client.join(offer: offer, at: target, browse: given == nil, wait: wait)
+                let summary = try client.join(offer: offer, at: target, browse: given == nil, wait: wait, name: name)
                 // Joined: the root given now is the store's from here on.
                 if let roots {
                     let store = try ctx.store()
@@ -454,15 +482,8 @@ public enum PeerSyncCommand {
         guard fam.role == .owner else {
             throw ToolError(.noPermission, "this store is a member of family \(fam.id); only the owner's device revokes devices")
         }
-        let wanted = (ctx.args.argument("DEVICE") ?? "").uppercased()
-        guard wanted.utf8.count >= 4 else { throw ToolError.usage("DEVICE: give the device ID or at least 4 of its first characters") }
         let me = try store.deviceID
-        let matches = try store.devices().filter { $0.deviceID.hasPrefix(wanted) }
-        guard !matches.isEmpty else { throw ToolError(.dataError, "DEVICE: no device of this family starts with '\(wanted)'") }
-        guard matches.count == 1 else {
-            throw ToolError.usage("DEVICE: '\(wanted)' matches \(matches.count) devices (\(matches.map(\.deviceID).joined(separator: ", "))); give more of it")
-        }
-        let dev = matches[0]
+        let dev = try device(ctx, store)
         guard dev.deviceID != me else { throw ToolError.usage("DEVICE: the owner's own device cannot be revoked") }
         let already = dev.revokedAt != nil
         let epoch = try store.write { () -> Int64 in
@@ -482,14 +503,49 @@ public enum PeerSyncCommand {
         return .success
     }
 
+    /// The device the DEVICE argument names: its ID or a unique prefix of 4 characters or more.
+    static func device(_ ctx: ToolContext, _ store: Store) throws -> DeviceInfo {
+        let wanted = (ctx.args.argument("DEVICE") ?? "").uppercased()
+        guard wanted.utf8.count >= 4 else { throw ToolError.usage("DEVICE: give the device ID or at least 4 of its first characters") }
+        let matches = try store.devices().filter { $0.deviceID.hasPrefix(wanted) }
+        guard !matches.isEmpty else { throw ToolError(.dataError, "DEVICE: no device of this family starts with '\(wanted)'") }
+        guard matches.count == 1 else {
+            throw ToolError.usage("DEVICE: '\(wanted)' matches \(matches.count) devices (\(matches.map(\.deviceID).joined(separator: ", "))); give more of it")
+        }
+        return matches[0]
+    }
+
+    // MARK: rename
+
+    static func runRename(_ ctx: ToolContext) throws -> ExitStatus {
+        let name = ctx.args.argument("NAME") ?? ""
+        if let problem = DeviceName.problem(name) { throw ToolError.usage("NAME: \(problem)") }
+        let store = try ctx.store(create: false)
+        guard let fam = try store.family() else { throw ToolError(.noInput, "this store belongs to no family") }
+        guard fam.role == .owner else {
+            throw ToolError(.noPermission, "this store is a member of family \(fam.id); only the owner's device names devices (its names reach this device at the next sync)")
+        }
+        let dev = try device(ctx, store)
+        try store.write { try store.setDeviceName(dev.deviceID, name) }
+        try ctx.out.writeLine(.object([("device", .string(dev.deviceID)), ("name", .optional(try store.device(dev.deviceID)?.name)),
+                                       ("was", .optional(dev.name))]))
+        return .success
+    }
+
     // MARK: status
 
     static func runStatus(_ ctx: ToolContext) throws -> ExitStatus {
         let store = try ctx.store(create: false)
         let me = try store.deviceID
+        if ctx.args.flag(Option.deviceIDs) {
+            for d in try store.devices() where d.deviceID != me && d.revokedAt == nil {
+                try ctx.out.write(d.deviceID + (d.name.map { "\t" + $0 } ?? "") + "\n")
+            }
+            return .success
+        }
         let fam = try store.family()
         let devices = try store.devices().map { d -> JSONValue in
-            .object([("device", .string(d.deviceID)), ("role", .string(d.role.rawValue)), ("self", .bool(d.deviceID == me)),
+            .object([("device", .string(d.deviceID)), ("name", .optional(d.name)), ("role", .string(d.role.rawValue)), ("self", .bool(d.deviceID == me)),
                      ("joinedAt", .string(d.joinedAt.rfc3339)), ("revokedAt", d.revokedAt.map { .string($0.rfc3339) } ?? .null),
                      ("lastAddress", .optional(d.lastAddress)), ("lastSynced", d.lastSyncedAt.map { .string($0.rfc3339) } ?? .null),
                      ("sentSeq", .int(d.sentSeq)), ("recvSeq", .int(d.recvSeq))])
@@ -542,6 +598,8 @@ extension PeerSyncCommand {
     public enum Option: String, OptionName {
         case connect
         case db
+        case deviceIDs = "device-ids"
+        case name
         case events
         case faultInjectProtocolVersion1 = "fault-inject-protocol-version-1"
         case faultInjectSkipPhotoReplies = "fault-inject-skip-photo-replies"

@@ -47,7 +47,7 @@ final class ServiceLog: @unchecked Sendable {
         defer { from = nil }
         guard case let .success(s) = result else { return }
         let seconds = String(format: "%.1f", Double(s.durationMilliseconds) / 1000)
-        line("session with \(s.peer)\(from.map { " at \($0)" } ?? "")\(s.joined ? " (joined)" : ""): records \(s.recordsSent) sent, \(s.recordsReceived) received; "
+        line("session with \(SyncProgressView.label(s.peer, name: s.peerName, full: true))\(from.map { " at \($0)" } ?? "")\(s.joined ? " (joined)" : ""): records \(s.recordsSent) sent, \(s.recordsReceived) received; "
              + "photos \(s.photosSent) sent, \(s.photosReceived) received; \(s.bytesSent + s.bytesReceived) bytes in \(seconds) s")
     }
 }

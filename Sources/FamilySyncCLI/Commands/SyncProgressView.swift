@@ -26,6 +26,12 @@ final class SyncProgressView {
     /// A device ID shown short: its first 8 characters.
     static func short(_ id: String) -> String { String(id.prefix(8)) }
 
+    /// A device as people read it: its ID (short unless `full`), then its
+    /// name in parentheses when it has one, made safe again for the terminal.
+    static func label(_ id: String, name: String?, full: Bool = false) -> String {
+        (full ? id : short(id)) + (name.flatMap(DeviceName.neutralised).map { " (\($0))" } ?? "")
+    }
+
     func handle(_ e: SyncEvent) {
         func s(_ k: String) -> String { Self.field(e, k)?.stringValue ?? "" }
         func n(_ k: String) -> Int64? { Self.field(e, k)?.int64Value }
@@ -43,7 +49,7 @@ final class SyncProgressView {
         case "joined":
             ctx.progress("joined family \(Self.short(s("family"))); first sync")
         case "hello":
-            peer = Self.short(s("peer"))
+            peer = Self.label(s("peer"), name: Self.field(e, "peerName")?.stringValue)
             recordsExpected = n("recordsExpected")
             ctx.progress("\(peer): records")
         case "phase":
@@ -114,7 +120,7 @@ final class SyncProgressView {
     /// "1A2B3C4D synced: records 0 out, 30,150 in; photos 0 out, 150 in; 160.2 MB in 9 s".
     static func sessionLine(_ summary: JSONValue) -> String {
         func n(_ a: String, _ b: String) -> Int64 { summary[a]?[b]?.int64Value ?? 0 }
-        let peer = short(summary["peer"]?.stringValue ?? "")
+        let peer = label(summary["peer"]?.stringValue ?? "", name: summary["peerName"]?.stringValue)
         let bytes = n("bytes", "sent") + n("bytes", "received")
         let ms = summary["durationMs"]?.int64Value ?? 0
         return "\(peer) synced: records \(count(n("records", "sent"))) out, \(count(n("records", "received"))) in; "

@@ -1,6 +1,6 @@
 import FamilySync
 /// The image operations the scanning ladder is built from. Each returns a
-/// new image and costs O(pixels), whatever the window size (integral images).
+/// new image and costs O(pixels), whatever the window size (running box sums).
 extension GrayImage {
     /// Light becomes dark: for light-on-dark codes.
     public func inverted() -> GrayImage {
@@ -42,20 +42,32 @@ extension GrayImage {
         guard nw > 0, nh > 0 else { return self }
         var out = [UInt8](repeating: 0, count: nw * nh)
         let sx = Double(width) / Double(nw), sy = Double(height) / Double(nh)
+        // Each output column's two source columns and weight, worked out once.
+        var xs0 = [Int](repeating: 0, count: nw), xs1 = xs0, wxs = xs0
+        for x in 0..<nw {
+            let fx = max(0, (Double(x) + 0.5) * sx - 0.5)
+            xs0[x] = min(Int(fx), width - 1)
+            xs1[x] = min(xs0[x] + 1, width - 1)
+            wxs[x] = Int((fx - Double(xs0[x])) * 256)
+        }
         pixels.withUnsafeBufferPointer { src in
             out.withUnsafeMutableBufferPointer { dst in
-                for y in 0..<nh {
-                    let fy = max(0, (Double(y) + 0.5) * sy - 0.5)
-                    let y0 = min(Int(fy), height - 1), y1 = min(y0 + 1, height - 1)
-                    let wy = Int((fy - Double(y0)) * 256)
-                    for x in 0..<nw {
-                        let fx = max(0, (Double(x) + 0.5) * sx - 0.5)
-                        let x0 = min(Int(fx), width - 1), x1 = min(x0 + 1, width - 1)
-                        let wx = Int((fx - Double(x0)) * 256)
-                        let a = Int(src[y0 * width + x0]), b = Int(src[y0 * width + x1])
-                        let c = Int(src[y1 * width + x0]), d = Int(src[y1 * width + x1])
-                        let top = a * (256 - wx) + b * wx, bottom = c * (256 - wx) + d * wx
-                        dst[y * nw + x] = UInt8((top * (256 - wy) + bottom * wy + 32768) >> 16)
+                xs0.withUnsafeBufferPointer { x0s in
+                    xs1.withUnsafeBufferPointer { x1s in
+                        wxs.withUnsafeBufferPointer { wx in
+                            for y in 0..<nh {
+                                let fy = max(0, (Double(y) + 0.5) * sy - 0.5)
+                                let y0 = min(Int(fy), height - 1), y1 = min(y0 + 1, height - 1)
+                                let wy = Int((fy - Double(y0)) * 256)
+                                let r0 = y0 * width, r1 = y1 * width, o = y * nw
+                                for x in 0..<nw {
+                                    let x0 = x0s[x], x1 = x1s[x], w = wx[x]
+                                    let top = Int(src[r0 + x0]) * (256 - w) + Int(src[r0 + x1]) * w
+                                    let bottom = Int(src[r1 + x0]) * (256 - w) + Int(src[r1 + x1]) * w
+                                    dst[o + x] = UInt8((top * (256 - wy) + bottom * wy + 32768) >> 16)
+                                }
+                            }
+                        }
                     }
                 }
             }
@@ -86,37 +98,35 @@ extension GrayImage {
         return GrayImage(width: width, height: height, pixels: pixels.map { lut[Int($0)] })
     }
 
-    /// Summed-area table with a zero row and column in front.
-    func integral() -> [Int] {
-        let w1 = width + 1
-        var s = [Int](repeating: 0, count: w1 * (height + 1))
+    /// The mean (rounded down) of each pixel's (2r+1)² neighbourhood,
+    /// clipped at the edges. Running sums down the columns, then along each
+    /// row: two additions and a subtraction a pixel, whatever the radius.
+    func boxMean(radius r: Int) -> [UInt8] {
+        let w = width, h = height
+        var out = [UInt8](repeating: 0, count: w * h)
+        guard w > 0, h > 0 else { return out }
+        // The sum of each column over rows y0..<y1; at most 255 * 65536 rows, well inside UInt32.
+        var column = [UInt32](repeating: 0, count: w)
         pixels.withUnsafeBufferPointer { src in
-            s.withUnsafeMutableBufferPointer { t in
-                for y in 0..<height {
-                    var row = 0
-                    for x in 0..<width {
-                        row += Int(src[y * width + x])
-                        t[(y + 1) * w1 + x + 1] = t[y * w1 + x + 1] + row
-                    }
-                }
-            }
-        }
-        return s
-    }
-
-    /// The mean of each pixel's (2r+1)² neighbourhood, clipped at the edges.
-    func boxMean(radius r: Int) -> [Int] {
-        let s = integral()
-        let w1 = width + 1
-        var out = [Int](repeating: 0, count: pixels.count)
-        s.withUnsafeBufferPointer { t in
-            out.withUnsafeMutableBufferPointer { o in
-                for y in 0..<height {
-                    let y0 = max(0, y - r), y1 = min(height, y + r + 1)
-                    for x in 0..<width {
-                        let x0 = max(0, x - r), x1 = min(width, x + r + 1)
-                        let sum = t[y1 * w1 + x1] - t[y0 * w1 + x1] - t[y1 * w1 + x0] + t[y0 * w1 + x0]
-                        o[y * width + x] = sum / ((y1 - y0) * (x1 - x0))
+            out.withUnsafeMutableBufferPointer { dst in
+                column.withUnsafeMutableBufferPointer { col in
+                    var y0 = 0, y1 = 0
+                    for y in 0..<h {
+                        let top = max(0, y - r), bottom = min(h, y + r + 1)
+                        while y1 < bottom { let row = y1 * w; for x in 0..<w { col[x] &+= UInt32(src[row + x]) }; y1 += 1 }
+                        while y0 < top { let row = y0 * w; for x in 0..<w { col[x] &-= UInt32(src[row + x]) }; y0 += 1 }
+                        let rows = Double(bottom - top)
+                        // The window along the row: columns x0..<x1.
+                        var sum: UInt64 = 0
+                        var x0 = 0, x1 = 0
+                        let base = y * w
+                        for x in 0..<w {
+                            let left = max(0, x - r), right = min(w, x + r + 1)
+                            while x1 < right { sum &+= UInt64(col[x1]); x1 += 1 }
+                            while x0 < left { sum &-= UInt64(col[x0]); x0 += 1 }
+                            // Exact: a quotient that is not a whole number is at least 1/area from one.
+                            dst[base + x] = UInt8(truncatingIfNeeded: Int(Double(sum) / (rows * Double(right - left))))
+                        }
                     }
                 }
             }
@@ -126,7 +136,7 @@ extension GrayImage {
 
     /// A box blur of radius r: tames sensor noise and JPEG blocking.
     public func boxBlurred(radius r: Int) -> GrayImage {
-        GrayImage(width: width, height: height, pixels: boxMean(radius: r).map { UInt8($0) })
+        GrayImage(width: width, height: height, pixels: boxMean(radius: r))
     }
 
     /// Local (adaptive) threshold: dark where a pixel is `offset` below the
@@ -134,7 +144,13 @@ extension GrayImage {
     public func adaptiveThreshold(radius r: Int, offset: Int) -> GrayImage {
         let mean = boxMean(radius: r)
         var out = [UInt8](repeating: 255, count: pixels.count)
-        for i in 0..<pixels.count where Int(pixels[i]) < mean[i] - offset { out[i] = 0 }
+        pixels.withUnsafeBufferPointer { p in
+            mean.withUnsafeBufferPointer { m in
+                out.withUnsafeMutableBufferPointer { o in
+                    for i in 0..<p.count where Int(p[i]) + offset < Int(m[i]) { o[i] = 0 }
+                }
+            }
+        }
         return GrayImage(width: width, height: height, pixels: out)
     }
 
@@ -142,13 +158,29 @@ extension GrayImage {
     /// gray levels (unlike a threshold) while flattening light falloff and glare.
     public func locallyNormalized(radius r: Int) -> GrayImage {
         let mean = boxMean(radius: r)
-        var dev = [UInt8](repeating: 0, count: pixels.count)
-        for i in 0..<pixels.count { dev[i] = UInt8(min(255, abs(Int(pixels[i]) - mean[i]))) }
+        let n = pixels.count
+        var dev = [UInt8](repeating: 0, count: n)
+        pixels.withUnsafeBufferPointer { p in
+            mean.withUnsafeBufferPointer { m in
+                dev.withUnsafeMutableBufferPointer { d in
+                    for i in 0..<n { d[i] = UInt8(abs(Int(p[i]) - Int(m[i]))) }
+                }
+            }
+        }
         let spread = GrayImage(width: width, height: height, pixels: dev).boxMean(radius: r)
-        var out = [UInt8](repeating: 0, count: pixels.count)
-        for i in 0..<pixels.count {
-            let v = 128 + (Int(pixels[i]) - mean[i]) * 80 / max(spread[i], 8)
-            out[i] = UInt8(max(0, min(255, v)))
+        var out = [UInt8](repeating: 0, count: n)
+        pixels.withUnsafeBufferPointer { p in
+            mean.withUnsafeBufferPointer { m in
+                spread.withUnsafeBufferPointer { sp in
+                    out.withUnsafeMutableBufferPointer { o in
+                        for i in 0..<n {
+                            // 128 + (pixel - mean) * 80 / spread, the quotient truncated toward zero (exact in Double).
+                            let q = Int(Double((Int(p[i]) - Int(m[i])) * 80) / Double(max(Int(sp[i]), 8)))
+                            o[i] = UInt8(max(0, min(255, 128 + q)))
+                        }
+                    }
+                }
+            }
         }
         return GrayImage(width: width, height: height, pixels: out)
     }
@@ -157,9 +189,15 @@ extension GrayImage {
     public func sharpened(radius r: Int, amount: Int) -> GrayImage {
         let mean = boxMean(radius: r)
         var out = [UInt8](repeating: 0, count: pixels.count)
-        for i in 0..<pixels.count {
-            let v = Int(pixels[i]) + (Int(pixels[i]) - mean[i]) * amount / 100
-            out[i] = UInt8(max(0, min(255, v)))
+        pixels.withUnsafeBufferPointer { p in
+            mean.withUnsafeBufferPointer { m in
+                out.withUnsafeMutableBufferPointer { o in
+                    for i in 0..<p.count {
+                        let v = Int(p[i]) + (Int(p[i]) - Int(m[i])) * amount / 100
+                        o[i] = UInt8(max(0, min(255, v)))
+                    }
+                }
+            }
         }
         return GrayImage(width: width, height: height, pixels: out)
     }

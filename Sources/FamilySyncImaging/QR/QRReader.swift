@@ -37,6 +37,9 @@ public struct QRReader: Sendable {
         /// Every code seen on the steps that ran, in reading order.
         public var seen: [ScannedCode]
         public var stepsTried: Int
+        /// Structured-append sequences seen with a part missing (or two
+        /// different parts at one index), and so left out of `codes`.
+        public var incompleteSequences: [QRSequence.Incomplete]
         public var texts: [String] { codes.map(\.text) }
     }
 
@@ -48,7 +51,8 @@ public struct QRReader: Sendable {
 
     public init() {}
 
-    /// Scans until `accept` says the codes found so far are enough (default: any code).
+    /// Scans until `accept` says the codes found so far are enough (default:
+    /// any code) and no structured-append sequence seen lacks a part.
     public func scan(_ image: GrayImage, accept: @escaping @Sendable ([ScannedCode]) -> Bool = { !$0.isEmpty }) -> Result {
         var working = image
         var factor = 1
@@ -66,7 +70,12 @@ public struct QRReader: Sendable {
             t.make = { r in s.make(r).map { v in Rendition(image: v.image, toPhoto: { p in let q = v.toPhoto(p); return ImagePoint(x: q.x * f, y: q.y * f) }) } }
             return t
         }
-        return run(steps, on: working, plain: QRReader.plainSteps + (factor > 1 ? 1 : 0), accept: accept)
+        var result = run(steps, on: working, plain: QRReader.plainSteps + (factor > 1 ? 1 : 0), accept: accept)
+        // Codes only zbar read get their segments from ZXing where it can re-read them.
+        let reread = { (c: ScannedCode) in ZBarReread.withSegments(c, in: image) }
+        result.codes = result.codes.map(reread)
+        result.seen = result.seen.map(reread)
+        return result
     }
 
     /// Every step of the ladder, each on its own: which steps read which
@@ -79,7 +88,13 @@ public struct QRReader: Sendable {
 
     static func read(_ step: Step, _ rungs: Rungs, _ zbar: ZBarScanner) -> [ScannedCode] {
         guard let r = step.make(rungs) else { return [] }
-        let found = step.engine == .zxing ? ZXingScanner(options: step.zxingOptions).scan(r.image) : zbar.scan(r.image)
+        var found = step.engine == .zxing ? ZXingScanner(options: step.zxingOptions).scan(r.image) : zbar.scan(r.image)
+        // A sequence's part from zbar: ZXing re-reads it for its header, or it is not used.
+        found = found.compactMap { c in
+            guard c.isUnheadedPart else { return c }
+            let headed = ZBarReread.withSegments(c, in: r.image)
+            return headed.stream?.structuredAppend != nil ? headed : nil
+        }
         return found.map { c in
             var c = c
             c.corners = c.corners.map(r.toPhoto)
@@ -98,11 +113,15 @@ public struct QRReader: Sendable {
                 state.record(index: i, found: QRReader.read(ladder[i], rungs, zbar), accept: accept)
             }
         }
-        return state.result(steps: ladder)
+        return state.result(steps: ladder, accept: accept)
     }
 
-    /// The codes of several steps, each once, in reading order.
-    static func merge(_ lists: [[ScannedCode]]) -> [ScannedCode] {
+    /// The codes of several steps, each once, in reading order, with the
+    /// parts of every complete structured-append sequence joined into one
+    /// code and incomplete sequences left out.
+    static func merge(_ lists: [[ScannedCode]]) -> [ScannedCode] { mergeWithSequences(lists).codes }
+
+    static func mergeWithSequences(_ lists: [[ScannedCode]]) -> (codes: [ScannedCode], incomplete: [QRSequence.Incomplete]) {
         var out: [ScannedCode] = []
         for list in lists {
             for c in list {
@@ -114,7 +133,7 @@ public struct QRReader: Sendable {
                 }
             }
         }
-        return ScannedCode.readingOrder(out)
+        return QRSequence.join(out)
     }
 
     /// Hands out step indexes in order and keeps what was found; once the
@@ -149,19 +168,26 @@ public struct QRReader: Sendable {
             var prefix: [[ScannedCode]] = []
             while let f = found[k], accepted.map({ k < $0 }) ?? true {
                 prefix.append(f)
-                if !f.isEmpty, accept(QRReader.merge(prefix)) { accepted = k; break }
+                // A sequence with a part missing holds the climb: a later step may read the part.
+                if !f.isEmpty {
+                    let merged = QRReader.mergeWithSequences(prefix)
+                    if merged.incomplete.isEmpty, accept(merged.codes) { accepted = k; break }
+                }
                 k += 1
             }
         }
 
-        func result(steps: [Step]) -> Result {
+        func result(steps: [Step], accept: ([ScannedCode]) -> Bool) -> Result {
             lock.lock(); defer { lock.unlock() }
             let upTo = accepted ?? (steps.count - 1)
             let kept = (0...max(0, upTo)).compactMap { found[$0] }
             let all = found.keys.sorted().compactMap { found[$0] }
-            let codes = accepted == nil ? [] : QRReader.merge(kept)
+            let seen = QRReader.mergeWithSequences(all)
+            // A climb that ended unaccepted (a sequence never completed) still
+            // gives what it read, if that satisfies the caller.
+            let codes = accepted == nil ? (seen.codes.isEmpty || !accept(seen.codes) ? [] : seen.codes) : QRReader.merge(kept)
             return Result(codes: codes, step: accepted.map { "\(steps[$0].engine.rawValue)/\(steps[$0].name)" },
-                          seen: QRReader.merge(all), stepsTried: tried)
+                          seen: seen.codes, stepsTried: tried, incompleteSequences: seen.incomplete)
         }
     }
 

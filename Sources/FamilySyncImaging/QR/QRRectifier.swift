@@ -225,7 +225,13 @@ enum QRRectifier {
         }
         guard let hm = homography(from: from, to: to) else { return nil }
         let s = Double(outputModule), quiet = 4.0
-        let side = Int((n + 2 * quiet) * s)
+        return (warp(gray, homography: hm, side: Int((n + 2 * quiet) * s), scale: s, offset: quiet), hm)
+    }
+
+    /// A side × side drawing of `gray` through `hm`, bilinear: output pixel
+    /// (x, y) shows the point hm takes (x + ½) / scale − offset, (y + ½) / scale − offset
+    /// to; points outside the photo are white.
+    static func warp(_ gray: GrayImage, homography hm: [Double], side: Int, scale s: Double = 1, offset quiet: Double) -> GrayImage {
         var out = [UInt8](repeating: 255, count: side * side)
         let w = gray.width, h = gray.height
         gray.pixels.withUnsafeBufferPointer { src in
@@ -244,7 +250,7 @@ enum QRRectifier {
                 }
             }
         }
-        return (GrayImage(width: side, height: side, pixels: out), hm)
+        return GrayImage(width: side, height: side, pixels: out)
     }
 
     /// Searches around the affine estimate for the 5×5 alignment pattern

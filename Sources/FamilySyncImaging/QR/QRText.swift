@@ -45,17 +45,29 @@ public enum QRText {
         let undeclared = stream.segments.filter { $0.mode == .byte && $0.eci == nil }.flatMap(\.bytes)
         let guessed = guessCharset(undeclared)
         var out = ""
+        // Adjacent byte segments in one character set convert as one run: a
+        // multi-byte character may straddle two (the parts of a structured-append sequence).
+        var run: (charset: String, bytes: [UInt8])?
+        func flush() {
+            if let r = run { out += convert(r.bytes, from: r.charset) }
+            run = nil
+        }
         for s in stream.segments {
+            if s.mode == .byte {
+                // An ECI this reader does not know: the bytes as ISO 8859-1, so nothing is lost or invented.
+                let cs = s.eci.map { charset(eci: $0) ?? "ISO-8859-1" } ?? guessed
+                if run?.charset == cs { run!.bytes += s.bytes } else { flush(); run = (cs, s.bytes) }
+                continue
+            }
+            flush()
             switch s.mode {
             case .numeric, .alphanumeric: out += String(decoding: s.bytes, as: UTF8.self)
             case .kanji: out += convert(s.bytes, from: "SHIFT_JIS")
             case .hanzi: out += convert(s.bytes, from: "GB18030")
-            case .byte:
-                // An ECI this reader does not know: the bytes as ISO 8859-1, so nothing is lost or invented.
-                let cs = s.eci.map { charset(eci: $0) ?? "ISO-8859-1" } ?? guessed
-                out += convert(s.bytes, from: cs)
+            case .byte: break
             }
         }
+        flush()
         return out
     }
 

@@ -20,6 +20,12 @@ public struct ScannedCode: Sendable, Equatable {
     /// bottom-right, bottom-left as the code is drawn (so a mirrored or
     /// rotated code's corners say how it lies).
     public var corners: [ImagePoint]
+    /// A joined structured-append sequence's symbols, in index order (see
+    /// `QRSequence`); empty for a code that stands alone.
+    public var parts: [ScannedCode] = []
+    /// A part of a structured-append sequence as zbar hands it over: its
+    /// bytes without the header that says which part of which sequence.
+    var isUnheadedPart = false
 
     init(stream: QRBitstream, corners: [ImagePoint]) {
         self.stream = stream
@@ -40,10 +46,16 @@ public struct ScannedCode: Sendable, Equatable {
         return ImagePoint(x: corners.map(\.x).reduce(0, +) / Double(corners.count), y: corners.map(\.y).reduce(0, +) / Double(corners.count))
     }
 
-    /// The axis-aligned box around the corners.
-    var bounds: (minX: Double, minY: Double, maxX: Double, maxY: Double) {
-        (corners.map(\.x).min() ?? 0, corners.map(\.y).min() ?? 0, corners.map(\.x).max() ?? 0, corners.map(\.y).max() ?? 0)
+    struct Bounds {
+        var minX, minY, maxX, maxY: Double
+        init(_ p: [ImagePoint]) {
+            minX = p.map(\.x).min() ?? 0; minY = p.map(\.y).min() ?? 0
+            maxX = p.map(\.x).max() ?? 0; maxY = p.map(\.y).max() ?? 0
+        }
     }
+
+    /// The axis-aligned box around the corners (a sequence's: its first part's).
+    var bounds: Bounds { Bounds(corners) }
 
     /// Rough side length in pixels.
     var side: Double {

@@ -20,8 +20,11 @@ final class ZBarScanner {
 
     deinit { zbar_image_scanner_destroy(handle) }
 
-    /// Every complete QR code zbar finds. A structured-append group with
-    /// missing parts is left out: half a text is a wrong text.
+    /// Every QR code zbar finds. zbar joins a structured-append sequence
+    /// itself, but by index alone (two sequences on one parity give it a
+    /// text made of both), so a joined read is handed over as its parts,
+    /// each marked `isUnheadedPart` for the reader to re-read with ZXing,
+    /// whose bitstream carries the part's header.
     func scan(_ image: GrayImage) -> [ScannedCode] {
         guard image.width > 0, image.height > 0 else { return [] }
         guard let zimg = zbar_image_create() else { return [] }
@@ -36,14 +39,28 @@ final class ZBarScanner {
             var sym = zbar_image_first_symbol(zimg)
             while let s = sym {
                 defer { sym = zbar_symbol_next(s) }
-                guard zbar_symbol_get_type(s) == ZBAR_QRCODE, !ZBarScanner.isPartial(s) else { continue }
-                let len = Int(zbar_symbol_get_data_length(s))
-                guard let p = zbar_symbol_get_data(s) else { continue }
-                let bytes = p.withMemoryRebound(to: UInt8.self, capacity: len) { Array(UnsafeBufferPointer(start: $0, count: len)) }
-                out.append(ScannedCode(zbarBytes: bytes, corners: ZBarScanner.corners(s)))
+                guard zbar_symbol_get_type(s) == ZBAR_QRCODE || zbar_symbol_get_type(s) == ZBAR_PARTIAL else { continue }
+                if let parts = zbar_symbol_get_components(s), zbar_symbol_set_first_symbol(parts) != nil {
+                    var c = zbar_symbol_set_first_symbol(parts)
+                    while let p = c {
+                        defer { c = zbar_symbol_next(p) }
+                        guard zbar_symbol_get_type(p) == ZBAR_QRCODE, var part = ZBarScanner.code(p) else { continue }
+                        part.isUnheadedPart = true
+                        out.append(part)
+                    }
+                } else if zbar_symbol_get_type(s) == ZBAR_QRCODE, let code = ZBarScanner.code(s) {
+                    out.append(code)
+                }
             }
             return out
         }
+    }
+
+    private static func code(_ s: OpaquePointer) -> ScannedCode? {
+        let len = Int(zbar_symbol_get_data_length(s))
+        guard let p = zbar_symbol_get_data(s) else { return nil }
+        let bytes = p.withMemoryRebound(to: UInt8.self, capacity: len) { Array(UnsafeBufferPointer(start: $0, count: len)) }
+        return ScannedCode(zbarBytes: bytes, corners: corners(s))
     }
 
     /// zbar lists a code's corners top-left, bottom-left, bottom-right,
@@ -54,13 +71,4 @@ final class ZBarScanner {
         return n == 4 ? [pts[0], pts[3], pts[2], pts[1]] : pts
     }
 
-    private static func isPartial(_ s: OpaquePointer) -> Bool {
-        guard let parts = zbar_symbol_get_components(s) else { return false }
-        var c = zbar_symbol_set_first_symbol(parts)
-        while let p = c {
-            if zbar_symbol_get_type(p) == ZBAR_PARTIAL { return true }
-            c = zbar_symbol_next(p)
-        }
-        return false
-    }
 }
