@@ -73,9 +73,9 @@ public enum PeerFinder {
                     let target = try LocalNames.resolve(address)
                     let s = try TCPSocket.connect(to: target, timeout: probeTimeout)
                     race.offer(PeerCandidate(address: address, device: device, how: "last address"), s)
-                } catch let e as SocketError {
+                } catch is SocketError {
                     race.failed(address)
-                    race.fail("no peer at \(address) (\(String(cString: strerror(e.code))); is 'peer-sync serve' running?)")
+                    race.fail("no peer at \(address) (is 'peer-sync serve' running?)")
                 } catch let e as ToolError {
                     race.failed(address)
                     race.fail(e.message)
