@@ -33,11 +33,15 @@ SWIFT
 cat > "$work/app/Sources/uses-family-sync/main.swift" <<'SWIFT'
 import FamilySync
 
-// The rule, a record and an address, through the public API only.
+// The rule, a record, an address and an error, through the public API only.
 let held = try Record(line: #"{"id":"r-1","type":"receipt","modifiedAt":"2026-11-30T10:00:00.000Z","deviceId":"A","deleted":false}"#)
 let incoming = try Record(line: #"{"id":"r-1","type":"receipt","modifiedAt":"2026-11-30T10:00:00.000Z","deviceId":"B","deleted":false}"#)
 let d = LWW.decide(local: held.version, remote: incoming.version)
 guard d.takeRemote, d.rule == .greaterDevice, HostPort(parsing: "[::1]:7433") != nil else { fatalError("unexpected answer") }
+// The core's own errors, without the command-line library: a kind to branch on, words to show.
+do { _ = try PairingOffer.validateAddress("no port") } catch let e as PairingError {
+    guard e.kind == .addressNotHostPort, "\(e)" == "address 'no port' is not HOST:PORT" else { fatalError("unexpected error \(e)") }
+}
 print("ok")
 SWIFT
 cd "$work/app"

@@ -71,7 +71,7 @@ public enum Completions {
         s += "    elif [[ $cur == --*=* ]]; then prev=\"${cur%%=*}\"; pre=\"$prev=\"; cur=\"${cur#*=}\"\n"
         s += "    fi\n"
         if spec.subcommands.isEmpty {
-            s += bashBody(spec, tool: spec, indent: "    ")
+            s += bashBody(spec, tool: spec, first: 1, indent: "    ")
         } else {
             let names = spec.subcommands.map(\.name).joined(separator: " ")
             s += "    if [[ $COMP_CWORD -eq 1 ]]; then\n"
@@ -81,7 +81,7 @@ public enum Completions {
             s += "    case \"${COMP_WORDS[1]}\" in\n"
             for sub in spec.subcommands {
                 s += "    \(sub.name))\n"
-                s += bashBody(sub, tool: spec, indent: "        ")
+                s += bashBody(sub, tool: spec, first: 2, indent: "        ")
                 s += "        ;;\n"
             }
             s += "    esac\n"
@@ -101,7 +101,12 @@ public enum Completions {
         }
     }
 
-    static func bashBody(_ spec: CommandSpec, tool: CommandSpec, indent: String) -> String {
+    /// The options of `spec` that take a value, as the shell sees their names.
+    static func valueOptionWords(_ spec: CommandSpec) -> [String] {
+        spec.visibleOptions.filter(\.takesValue).flatMap { o in ["--\(o.long)"] + (o.short.map { ["-\($0)"] } ?? []) }
+    }
+
+    static func bashBody(_ spec: CommandSpec, tool: CommandSpec, first: Int, indent: String) -> String {
         var s = "\(indent)case \"$prev\" in\n"
         for o in spec.visibleOptions where o.takesValue {
             let names = (["--\(o.long)"] + (o.short.map { ["-\($0)"] } ?? [])).joined(separator: "|")
@@ -114,11 +119,29 @@ public enum Completions {
         s += "\(indent)    COMPREPLY=($(compgen -W \"\(words.joined(separator: " "))\" -- \"$cur\"))\n"
         s += "\(indent)    return\n"
         s += "\(indent)fi\n"
-        // The first positional's completion: which word it is does not matter
-        // to any declared command (their arguments complete alike).
-        if let a = spec.arguments.first(where: { $0.completion != .none }) {
-            s += "\(indent)\(bashReply(a.completion, tool: tool).replacingOccurrences(of: "-P \"$pre\" ", with: ""))\n"
+        guard spec.arguments.contains(where: { $0.completion != .none }) else { return s }
+        func reply(_ a: ArgumentSpec) -> String { bashReply(a.completion, tool: tool).replacingOccurrences(of: "-P \"$pre\" ", with: "") }
+        if spec.arguments.count == 1 {
+            return s + "\(indent)\(reply(spec.arguments[0]))\n"
         }
+        // Which argument the word is: the words before it that are neither
+        // options nor an option's value ('--opt = value' when '=' is split off).
+        let takes = valueOptionWords(spec)
+        s += "\(indent)local i n=0\n"
+        s += "\(indent)for ((i = \(first); i < COMP_CWORD; i++)); do\n"
+        s += "\(indent)    case \"${COMP_WORDS[i]}\" in\n"
+        if !takes.isEmpty {
+            s += "\(indent)    \(takes.joined(separator: "|"))) ((i++)); [[ ${COMP_WORDS[i]} == \"=\" ]] && ((i++)) ;;\n"
+        }
+        s += "\(indent)    -*) [[ ${COMP_WORDS[i+1]} == \"=\" ]] && ((i += 2)) ;;\n"
+        s += "\(indent)    *) ((n++)) ;;\n"
+        s += "\(indent)    esac\n"
+        s += "\(indent)done\n"
+        s += "\(indent)case $n in\n"
+        for (i, a) in spec.arguments.enumerated() where a.completion != .none {
+            s += "\(indent)\(a.repeating ? "*" : String(i))) \(reply(a)) ;;\n"
+        }
+        s += "\(indent)esac\n"
         return s
     }
 
@@ -223,6 +246,11 @@ public enum Completions {
     }
 
     static func fishFunction(_ spec: CommandSpec) -> String { "__" + spec.name.replacingOccurrences(of: "-", with: "_") + "_listing" }
+    static func fishPosition(_ spec: CommandSpec) -> String { "__" + spec.name.replacingOccurrences(of: "-", with: "_") + "_argument_is" }
+
+    static func needsPosition(_ spec: CommandSpec) -> Bool {
+        (spec.subcommands.isEmpty ? [spec] : spec.subcommands).contains { $0.arguments.count > 1 }
+    }
 
     /// fish completes `--long=value` itself for an option declared with -l and a value.
     static func fishOptions(_ spec: CommandSpec, tool: CommandSpec, condition: String?) -> [String] {
@@ -244,11 +272,18 @@ public enum Completions {
             line += " -d \(fishEscape(o.help))"
             out.append(line)
         }
-        for a in spec.arguments {
+        for (i, a) in spec.arguments.enumerated() {
             var line = "complete -c \(tool.name)"
-            if let condition { line += " -n \(fishEscape(condition))" }
+            // Which argument the word is matters only where a command has more than one.
+            var conditions = condition.map { [$0] } ?? []
+            if spec.arguments.count > 1 {
+                let first = tool.subcommands.isEmpty ? 2 : 3
+                conditions.append(([fishPosition(tool), String(first), a.repeating ? "\(i)+" : String(i)] + valueOptionWords(spec)).joined(separator: " "))
+            }
+            if !conditions.isEmpty { line += " -n \(fishEscape(conditions.joined(separator: "; and ")))" }
             switch a.completion {
-            case .file, .none: continue
+            case .none: continue
+            case .file: line += " -F"
             case .directory: line += " -f -a '(__fish_complete_directories)'"
             case let .values(v): line += " -f -a \(fishEscape(v.joined(separator: " ")))"
             case let .listing(args): line += " -f -a \(fishEscape("(\(fishFunction(tool)) \(listingWords(args)))"))"
@@ -278,6 +313,31 @@ public enum Completions {
                 "    end",
                 "    set -q db[2]; and set db[2] (string replace -r '^~(?=/|$)' -- $HOME $db[2])",
                 "    command \(spec.name) $argv $db 2>/dev/null </dev/null",
+                "end",
+            ]
+        }
+        if needsPosition(spec) {
+            lines += [
+                "# \(fishPosition(spec)) FIRST N OPTION...: the word being completed is argument N (from 0; N+ for",
+                "# N or later) of the words from FIRST on, not counting options and the values of the OPTIONs named.",
+                "function \(fishPosition(spec))",
+                "    set --local words (commandline -opc)",
+                "    set --local n 0",
+                "    set --local skip 0",
+                "    for w in $words[$argv[1]..-1]",
+                "        if test $skip -eq 1",
+                "            set skip 0",
+                "        else if contains -- $w $argv[3..-1]",
+                "            set skip 1",
+                "        else if not string match -q -- '-*' $w",
+                "            set n (math $n + 1)",
+                "        end",
+                "    end",
+                "    if string match -q -- '*+' $argv[2]",
+                "        test $n -ge (string trim -r -c + -- $argv[2])",
+                "    else",
+                "        test $n -eq $argv[2]",
+                "    end",
                 "end",
             ]
         }

@@ -7,7 +7,8 @@ public enum ProofRoots {
     /// The certificates of `--root`, or nil when none was given.
     public static func given(_ ctx: ToolContext) throws -> [X509Certificate]? {
         let paths = ctx.args.values(SharedOption.root)
-        return paths.isEmpty ? nil : try TrustAnchors.load(paths: paths)
+        guard !paths.isEmpty else { return nil }
+        do { return try TrustAnchors.load(paths: paths) } catch { throw ToolError(error, option: "--root") }
     }
 
     /// A verifier for work on `store`.

@@ -46,6 +46,9 @@ public final class ToolContext {
         return true
     }
 
+    /// What the tool says of `error` and the status it exits with (`ErrorMapping.swift`).
+    public func failure(_ error: any Error) -> ToolError { ToolError(error, command: args.commandPath) }
+
     /// A diagnostic on stderr as `tool: message`, on a line of its own: a
     /// progress line being shown is cleared first (the next redraw brings it back).
     public func warn(_ message: String) {
@@ -117,9 +120,10 @@ public enum Tool {
             }
             try out.flush()
             return .success
-        } catch let e as ToolError {
+        } catch {
             // Whatever was written before the failure still goes out, if it can.
             try? out.flush()
+            let e = ToolError(error, command: parsed?.commandPath ?? [name])
             say(e.message)
             if e.status == .usage {
                 let path = parsed?.commandPath ?? [name]
@@ -127,25 +131,6 @@ public enum Tool {
                 StandardStreams.writeError("Usage: \(HelpText.usageLine(s, path: path))\n  See '\(path.joined(separator: " ")) --help'.\n")
             }
             return e.status
-        } catch let e as SQLiteError {
-            try? out.flush()
-            let status = classify(e)
-            say(e.description)
-            return status
-        } catch {
-            try? out.flush()
-            say("\(error)")
-            return .software
-        }
-    }
-
-    /// Maps an SQLite failure to the exit table.
-    static func classify(_ e: SQLiteError) -> ExitStatus {
-        if e.isBusy { return .tempFail }
-        if e.isNotADatabase { return .dataError }
-        switch e.code & 0xFF {
-        case 10, 13, 14, 8: return .ioError  // IOERR, FULL, CANTOPEN, READONLY
-        default: return .software
         }
     }
 }

@@ -32,8 +32,11 @@ extension PairScanCommand {
                 } else {
                     try scanAll(image, name: name, output: output, reader: reader, ctx: ctx)
                 }
-            } catch let e as ToolError {
-                if e.status == .ioError, e.message.hasPrefix("write error on standard output") { throw e }
+            } catch {
+                // Standard output failing, or a fault of this program, ends the
+                // run; anything else is this file's.
+                let e = ctx.failure(error)
+                if ctx.out.failure != nil || e.status == .software { throw error }
                 ctx.endProgress()
                 ctx.warn(e.message)
                 if status == .success { status = e.status }

@@ -65,7 +65,8 @@ import FamilySync
         defer { server.stop() }
         var ids: [String] = []
         for (i, name) in ["a.db", "b.db", "c.db"].enumerated() {
-            let j = try Household.join(dir.file(name), server: server, offer: i == 0 ? offer : try Household.offer(owner))
+            let j = try Household.join(dir.file(name), server: server, offer: i == 0 ? offer : try Household.offer(owner),
+                                       extra: i == 0 ? ["--name", "Anna's phone"] : [])
             #expect(j.status == 0, "\(j.err)")
             ids.append(try Household.device(dir.file(name)))
         }
@@ -104,6 +105,18 @@ import FamilySync
         #expect(try Self.zsh("peer-sync revoke --db \(owner) \(prefix)", cwd: dir.path, env: env).0 == [first])
         #expect(try Self.fish("peer-sync", "peer-sync revoke --db \(owner) \(prefix)", cwd: dir.path, env: env).0 == [first])
 
+        // rename DEVICE NAME: the IDs for DEVICE only, nothing offered for NAME.
+        #expect(try Self.bash("peer-sync", ["peer-sync", "rename", "--db", "=", owner, ""], cwd: dir.path, env: env).0 == expected)
+        #expect(try Self.zsh("peer-sync rename --db=\(owner) ", cwd: dir.path, env: env).0 == expected)
+        #expect(try Self.fish("peer-sync", "peer-sync rename --db=\(owner) ", cwd: dir.path, env: env).0 == expected)
+        #expect(try Self.bash("peer-sync", ["peer-sync", "rename", "--db", owner, first, ""], cwd: dir.path, env: env).0.subtracting([""]).isEmpty)
+        #expect(try Self.zsh("peer-sync rename --db \(owner) \(first) ", cwd: dir.path, env: env).0.isEmpty)
+        #expect(try Self.fish("peer-sync", "peer-sync rename --db \(owner) \(first) ", cwd: dir.path, env: env).0.isEmpty)
+        // fish shows each device's name beside its ID.
+        let described = try Tools.run("/bin/sh", ["-c", "exec fish --no-config -c 'source $argv[1]; complete -C $argv[2]' \"$0\" \"$1\"",
+                                                  Self.root + "/completions/fish/peer-sync.fish", "peer-sync revoke --db \(owner) "], env: env)
+        #expect(described.lines.contains("\(first)\tAnna's phone"), "\(described.out)")
+
         // No --db on the line: $FAMILY_SYNC_DB names the store.
         let viaEnv = Self.env(dir, ["FAMILY_SYNC_DB": owner])
         #expect(try Self.bash("peer-sync", ["peer-sync", "revoke", ""], cwd: dir.path, env: viaEnv).0 == expected)
@@ -113,7 +126,8 @@ import FamilySync
         // Nothing shown is secret: the listing is the IDs and nothing else.
         let listing = try Tools.run("peer-sync", ["status", "--device-ids", "--db", owner])
         #expect(listing.status == 0)
-        #expect(Set(listing.lines) == expected)
+        #expect(Set(listing.lines.map { String($0.split(separator: "\t").first ?? "") }) == expected)
+        #expect(listing.lines.contains("\(first)\tAnna's phone"))
     }
 
     @Test func noStoreCompletesNothingSilentlyAndCreatesNone() throws {
@@ -152,6 +166,10 @@ import FamilySync
         #expect(try Self.bash("peer-sync", ["peer-sync", "status", "--db=ow"], cwd: dir.path, env: env).0 == ["--db=owner.db"])
         #expect(try Self.zsh("peer-sync status --db=ow", cwd: dir.path, env: env).0 == ["owner.db"])
         #expect(try Self.fish("peer-sync", "peer-sync status --db=ow", cwd: dir.path, env: env).0 == ["--db=owner.db"])
+        // A file argument: files (fish completes no file for peer-sync otherwise).
+        #expect(try Self.fish("peer-sync", "peer-sync join --db x.db ow", cwd: dir.path, env: env).0 == ["owner.db"])
+        #expect(try Self.bash("peer-sync", ["peer-sync", "join", "ow"], cwd: dir.path, env: env).0 == ["owner.db"])
+        #expect(try Self.zsh("peer-sync join ow", cwd: dir.path, env: env).0 == ["owner.db"])
         // An enum option: its choices after '=', and after a space.
         let formats: Set<String> = ["png", "svg", "terminal", "text"]
         #expect(try Self.bash("pair-qr", ["pair-qr", "--format", "="], cwd: dir.path, env: env).0 == formats)

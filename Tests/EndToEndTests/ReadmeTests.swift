@@ -3,9 +3,14 @@ import Testing
 import FamilySync
 
 /// The README's household, extracted from README.md and run verbatim, so it
-/// cannot drift from the tools. It serves on peer-sync's default address, so
-/// it runs inside a network namespace made for it (only loopback, up) and
-/// removed after; without root (needed for `ip netns`) it is skipped, saying so.
+/// cannot drift from the tools. It serves on peer-sync's default address and
+/// announces itself with multicast DNS, so it runs inside a network namespace
+/// made for it and removed after: loopback, and one veth pair whose both ends
+/// are in the namespace (fs0 with an address, as a home network's interface;
+/// every packet, multicast included, stays inside). A UTS namespace names the
+/// machine "owner", so `$(hostname).local` is a name the owner's serve
+/// answers for whatever this machine is called. Without root (needed for
+/// `ip netns`) it is skipped, saying so.
 @Suite struct ReadmeTests {
     static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent().path
@@ -25,7 +30,8 @@ import FamilySync
 
     @Test func theHouseholdRunsAsWritten() throws {
         let block = try Self.householdBlock()
-        #expect(block.contains("peer-sync serve --db owner.db &"))
+        #expect(block.contains("peer-sync serve --db owner.db"))
+        #expect(!block.contains("127.0.0.1") && !block.contains("sleep 2"), "the block is typed as on a home network")
         #expect(block.contains("pair-scan pair.png | peer-sync join"))
         guard getuid() == 0, FileManager.default.isExecutableFile(atPath: "/usr/sbin/ip") else {
             print("ReadmeTests: skipped: running the README's household needs root and ip(8) for a network namespace of its own")
@@ -41,10 +47,16 @@ import FamilySync
             return
         }
         defer { _ = try? Self.sh(["netns", "delete", ns]) }
-        #expect(try Self.sh(["netns", "exec", ns, "ip", "link", "set", "lo", "up"]).status == 0)
+        let address = "10.77.0.1"
+        for step in [["link", "set", "lo", "up"], ["link", "add", "fs0", "type", "veth", "peer", "name", "fs1"], ["link", "set", "fs0", "up"],
+                     ["link", "set", "fs1", "up"], ["addr", "add", "\(address)/24", "dev", "fs0"]] {
+            let r = try Self.sh(["-n", ns] + step)
+            #expect(r.status == 0, "ip -n \(ns) \(step.joined(separator: " ")): \(r.err)")
+        }
         // The block as written; the wrapper only stops a serve left behind if the block fails half way.
         let script = "cd '\(dir.path)'\nexport PATH='\(Tools.binDir)':$PATH\nunset FAMILY_SYNC_DB\ntrap 'kill $(jobs -p) 2>/dev/null || true' EXIT\n" + block
-        let r = try Tools.run("/usr/sbin/ip", ["netns", "exec", ns, "/bin/bash", "-e", "-o", "pipefail", "-c", script], timeout: 180)
+        let r = try Tools.run("/usr/bin/unshare", ["--uts", "/bin/sh", "-c", "hostname owner && exec /usr/sbin/ip netns exec \"$0\" /bin/bash -e -o pipefail -c \"$1\"",
+                                                   ns, script], timeout: 180)
         #expect(r.status == 0, "the README's household stopped: \(r.err)")
         // It did what it says: joined, synced both ways, premium at launch.
         let kid = try Store(path: dir.file("kid.db"))
@@ -52,6 +64,12 @@ import FamilySync
         #expect(try kid.family()?.id == owner.family()?.id)
         #expect(try owner.db.scalarInt("SELECT count(*) FROM records WHERE id = 'r-1'") == 1, "the member's edit reached the owner")
         #expect(r.out.contains(#"{"entitled":true"#), "\(r.out)")
+        // As on a home network: the offer carried the interface's address,
+        // discovery found the owner there, and the owner's .local name resolved.
+        #expect(r.out.contains(#""addr":"\#(address):7433""#), "\(r.out)")
+        #expect(r.out.contains(#""role":"owner","address":"\#(address):7433","interface":"fs0""#), "\(r.out)")
+        #expect(r.out.contains(#""address":"owner.local:7433","side":"client""#), "\(r.out)")
+        #expect(try owner.devices().first { $0.deviceID == (try kid.deviceID) }?.name == "Kid's tablet")
         #expect(try kid.setting(Store.trustRootsSetting) != nil)
     }
 }

@@ -10,3 +10,4 @@ complete -c jws-verify -l now -x -d 'Use TIME (RFC 3339) as the current time, fo
 complete -c jws-verify -s q -l quiet -d 'Show no progress on standard error.'
 complete -c jws-verify -s h -l help -d 'Show help information and exit.'
 complete -c jws-verify -l version -d 'Show the version and exit.'
+complete -c jws-verify -F

@@ -1,4 +1,25 @@
 # fish completion for merge-records
+# __merge_records_argument_is FIRST N OPTION...: the word being completed is argument N (from 0; N+ for
+# N or later) of the words from FIRST on, not counting options and the values of the OPTIONs named.
+function __merge_records_argument_is
+    set --local words (commandline -opc)
+    set --local n 0
+    set --local skip 0
+    for w in $words[$argv[1]..-1]
+        if test $skip -eq 1
+            set skip 0
+        else if contains -- $w $argv[3..-1]
+            set skip 1
+        else if not string match -q -- '-*' $w
+            set n (math $n + 1)
+        end
+    end
+    if string match -q -- '*+' $argv[2]
+        test $n -ge (string trim -r -c + -- $argv[2])
+    else
+        test $n -eq $argv[2]
+    end
+end
 complete -c merge-records -l db -r -F -d 'The store. Created on first use.'
 complete -c merge-records -l stamp -d 'Store mode: the input holds edits made on this device. Each record gets deviceId = this device and modifiedAt = now (or 1 ms after the version held, when that is later); modifiedAt, deviceId and deleted may be absent, and a delete may be only {"id":ID,"deleted":true}. A record whose content equals the version held is unchanged (it keeps its modifiedAt and deviceId), so a stamp is safe to repeat. A record naming a photo the store does not hold is warned about on standard error.'
 complete -c merge-records -l export -d 'Store mode: write the store\'s records as NDJSON to standard output, sorted by id in byte order, tombstones included.'
@@ -17,3 +38,5 @@ complete -c merge-records -l now -x -d 'Use TIME (RFC 3339) as the current time,
 complete -c merge-records -s q -l quiet -d 'Show no progress on standard error.'
 complete -c merge-records -s h -l help -d 'Show help information and exit.'
 complete -c merge-records -l version -d 'Show the version and exit.'
+complete -c merge-records -n '__merge_records_argument_is 2 0 --db --since --cursor --id --type --add-photo --backup --explain-file --now' -F
+complete -c merge-records -n '__merge_records_argument_is 2 1 --db --since --cursor --id --type --add-photo --backup --explain-file --now' -F

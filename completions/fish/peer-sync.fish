@@ -15,6 +15,27 @@ function __peer_sync_listing
     set -q db[2]; and set db[2] (string replace -r '^~(?=/|$)' -- $HOME $db[2])
     command peer-sync $argv $db 2>/dev/null </dev/null
 end
+# __peer_sync_argument_is FIRST N OPTION...: the word being completed is argument N (from 0; N+ for
+# N or later) of the words from FIRST on, not counting options and the values of the OPTIONs named.
+function __peer_sync_argument_is
+    set --local words (commandline -opc)
+    set --local n 0
+    set --local skip 0
+    for w in $words[$argv[1]..-1]
+        if test $skip -eq 1
+            set skip 0
+        else if contains -- $w $argv[3..-1]
+            set skip 1
+        else if not string match -q -- '-*' $w
+            set n (math $n + 1)
+        end
+    end
+    if string match -q -- '*+' $argv[2]
+        test $n -ge (string trim -r -c + -- $argv[2])
+    else
+        test $n -eq $argv[2]
+    end
+end
 complete -c peer-sync -f
 complete -c peer-sync -n '__fish_use_subcommand' -a serve -d 'Accept peers, one session at a time'
 complete -c peer-sync -n '__fish_use_subcommand' -a join -d 'Redeem a pairing offer and run a first sync'
@@ -47,6 +68,7 @@ complete -c peer-sync -n '__fish_seen_subcommand_from join' -l now -x -d 'Use TI
 complete -c peer-sync -n '__fish_seen_subcommand_from join' -s q -l quiet -d 'Show no progress on standard error.'
 complete -c peer-sync -n '__fish_seen_subcommand_from join' -s h -l help -d 'Show help information and exit.'
 complete -c peer-sync -n '__fish_seen_subcommand_from join' -l version -d 'Show the version and exit.'
+complete -c peer-sync -n '__fish_seen_subcommand_from join' -F
 complete -c peer-sync -n '__fish_seen_subcommand_from connect' -l db -r -F -d 'The store. Created on first use.'
 complete -c peer-sync -n '__fish_seen_subcommand_from connect' -l wait -x -d 'Keep retrying a busy peer, with backoff, this long before giving up with status 75.'
 complete -c peer-sync -n '__fish_seen_subcommand_from connect' -l wave-timeout -x -d 'Stop waiting for a wave of photo replies after this long without one; what is missing counts as unavailable and is asked for again next time.'
@@ -70,7 +92,7 @@ complete -c peer-sync -n '__fish_seen_subcommand_from rename' -l db -r -F -d 'Th
 complete -c peer-sync -n '__fish_seen_subcommand_from rename' -l now -x -d 'Use TIME (RFC 3339) as the current time, for tests and replays.'
 complete -c peer-sync -n '__fish_seen_subcommand_from rename' -s h -l help -d 'Show help information and exit.'
 complete -c peer-sync -n '__fish_seen_subcommand_from rename' -l version -d 'Show the version and exit.'
-complete -c peer-sync -n '__fish_seen_subcommand_from rename' -f -a '(__peer_sync_listing status --device-ids)'
+complete -c peer-sync -n '__fish_seen_subcommand_from rename; and __peer_sync_argument_is 3 0 --db --now' -f -a '(__peer_sync_listing status --device-ids)'
 complete -c peer-sync -n '__fish_seen_subcommand_from status' -l db -r -F -d 'The store. Created on first use.'
 complete -c peer-sync -n '__fish_seen_subcommand_from status' -l root -r -F -d 'Judge the proofs peers send against CERT (a DER or PEM file) instead of the bundled Apple Root CA - G3, as jws-verify --root does. Repeatable. Given to join, it is kept in the store (the setting trust_roots) and used by every later command on that store that gives no --root.'
 complete -c peer-sync -n '__fish_seen_subcommand_from status' -l now -x -d 'Use TIME (RFC 3339) as the current time, for tests and replays.'

@@ -18,7 +18,7 @@ func fillSecureRandom(_ buffer: UnsafeMutableRawBufferPointer) throws {
     while filled < buffer.count {
         let n = min(chunk, buffer.count - filled)
         guard getentropy(buffer.baseAddress! + filled, n) == 0 else {
-            throw ToolError.internal("getentropy failed: \(String(cString: strerror(errno)))")
+            throw SystemError("getentropy")
         }
         filled += n
     }

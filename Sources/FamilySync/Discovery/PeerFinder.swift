@@ -36,7 +36,7 @@ public enum PeerFinder {
     }
 
     private final class Race: @unchecked Sendable {
-        let lock = Mutex<(winner: Connected?, failures: [String], running: Int, others: Int, failed: Set<String>)>((nil, [], 0, 0, []))
+        let lock = Mutex<(winner: Connected?, failures: [String], known: [any Error], running: Int, others: Int, failed: Set<String>)>((nil, [], [], 0, 0, []))
         let wake = DispatchSemaphore(value: 0)
 
         var won: Bool { lock.withLock { $0.winner != nil } }
@@ -52,6 +52,8 @@ public enum PeerFinder {
             wake.signal()
         }
         func fail(_ m: String) { lock.withLock { $0.failures.append(m) } }
+        /// A last known address that did not answer.
+        func fail(known e: any Error) { lock.withLock { $0.known.append(e) } }
         func failed(_ a: HostPort) { lock.withLock { _ = $0.failed.insert(a.description) } }
         func hasFailed(_ a: HostPort) -> Bool { lock.withLock { $0.failed.contains(a.description) } }
         func sawOther() { lock.withLock { $0.others += 1 } }
@@ -60,7 +62,7 @@ public enum PeerFinder {
 
     /// Races `known` (address and the device last there) against a browse
     /// that keeps what `recognise` accepts (no browse when it is nil).
-    /// Throws `.unavailable` with what was tried when nothing answers.
+    /// Throws `SyncError.nobodyAnswered` with what was tried when nothing answers.
     public static func find(known: [(HostPort, String?)], recognise: Recogniser?, what: String,
                             observer: SyncObserver? = nil) throws -> Connected {
         let started = Deadline.now()
@@ -75,13 +77,10 @@ public enum PeerFinder {
                     race.offer(PeerCandidate(address: address, device: device, how: "last address"), s)
                 } catch is SocketError {
                     race.failed(address)
-                    race.fail("no peer at \(address) (is 'peer-sync serve' running?)")
-                } catch let e as ToolError {
-                    race.failed(address)
-                    race.fail(e.message)
+                    race.fail(known: SyncError(.noPeer, peer: address.description))
                 } catch {
                     race.failed(address)
-                    race.fail("\(address): \(error)")
+                    race.fail(known: error)
                 }
             }
         }
@@ -134,10 +133,10 @@ public enum PeerFinder {
             if running == 0 { break }
             race.wake.wait()
         }
-        let (failures, seen) = race.lock.withLock { ($0.failures, $0.others) }
+        let (failures, knownFailures, seen) = race.lock.withLock { ($0.failures, $0.known, $0.others) }
         let ms = Deadline.now().milliseconds(since: started)
         var tried: [String] = []
-        if !known.isEmpty { tried.append("the last known address\(known.count > 1 ? "es" : "") (\(failures.filter { !$0.contains("discovered") }.joined(separator: "; ")))") }
+        tried += failures.filter { !$0.contains("discovered") }
         if loopbackOnly { tried.append("no browse: every known peer is on this host's loopback") }
         if recognise != nil {
             if interfaces.isEmpty {
@@ -149,8 +148,7 @@ public enum PeerFinder {
                              + (foundButSilent.isEmpty ? "" : "; found \(foundButSilent.joined(separator: "; "))"))
             }
         }
-        throw ToolError(.unavailable, "no \(what) answered after \(String(format: "%.1f", Double(ms) / 1000)) s: tried \(tried.joined(separator: "; and ")). "
-            + "Check that 'peer-sync serve' runs on the owner's device and that both devices are on the same network")
+        throw SyncError(.nobodyAnswered, peer: what, detail: String(format: "%.1f", Double(ms) / 1000), causes: knownFailures, notes: tried)
     }
 }
 
@@ -163,12 +161,13 @@ public enum LocalNames {
         host.lowercased().hasSuffix(".local") || host.lowercased().hasSuffix(".local.")
     }
 
-    /// `address` with a `.local` host replaced by its IPv4 address.
+    /// `address` with a `.local` host replaced by its address (IPv4 preferred).
     public static func resolve(_ address: HostPort) throws -> HostPort {
         guard isLocal(address.host) else { return address }
         let ifs = NetworkInterface.current()
         guard let browser = try? MDNSBrowser(interfaces: ifs), let ip = browser.resolve(DNSName(address.host), timeout: resolveTime) else {
-            throw ToolError(.unavailable, "nobody answered for \(address.host) on \(ifs.isEmpty ? "any interface (none is up besides loopback)" : ifs.map(\.description).joined(separator: ", ")) within \(resolveTime.milliseconds / 1000) s (is 'peer-sync serve' running there, on the same network?)")
+            throw SyncError(.localNameUnanswered, peer: address.host,
+                            detail: "on \(ifs.isEmpty ? "any interface (none is up besides loopback)" : ifs.map(\.description).joined(separator: ", ")) within \(resolveTime.milliseconds / 1000) s")
         }
         return HostPort(host: ip, port: address.port)
     }

@@ -13,34 +13,33 @@ public enum TrustAnchors {
     public static let maxFileBytes = 1 << 20
 
     /// Certificates from files, each DER or PEM (one or more certificates).
-    /// A missing file is `noInput`; one that holds no certificate is `dataError`.
+    /// A file that cannot be read is a `FileError`; one that holds no certificate a `ProofError`.
     public static func load(paths: [String]) throws -> [X509Certificate] {
         var out: [X509Certificate] = []
         for path in paths {
             let fd = open(path, O_RDONLY | O_CLOEXEC)
             guard fd >= 0 else {
                 let e = errno
-                throw ToolError(FileIO.openFailureStatus(e),
-                                "--root \(path): \(String(cString: strerror(e)))")
+                throw FileError(.cannotOpen, path: path, code: e)
             }
             defer { close(fd) }
             var st = stat()
-            if fstat(fd, &st) == 0, st.st_mode & S_IFMT == S_IFDIR { throw ToolError(.noInput, "--root \(path): is a directory") }
+            if fstat(fd, &st) == 0, st.st_mode & S_IFMT == S_IFDIR { throw FileError(.isDirectory, path: path) }
             var bytes: [UInt8] = []
             var chunk = [UInt8](repeating: 0, count: 65_536)
             while true {
                 let n = chunk.withUnsafeMutableBytes { FileIO.read(fd, into: $0.baseAddress!, count: $0.count) }
                 if n < 0 {
-                    throw ToolError(.ioError, "--root \(path): read error: \(String(cString: strerror(errno)))")
+                    throw FileError(.readFailed, path: path, code: errno)
                 }
                 if n == 0 { break }
                 bytes.append(contentsOf: chunk[0..<n])
-                if bytes.count > maxFileBytes { throw ToolError(.dataError, "--root \(path): larger than \(maxFileBytes) bytes; not a certificate file") }
+                if bytes.count > maxFileBytes { throw ProofError(.certificateFileTooLarge, path: path, limit: maxFileBytes) }
             }
             do {
                 out.append(contentsOf: try X509Certificate.load(contents: bytes))
             } catch {
-                throw ToolError(.dataError, "--root \(path): not a DER or PEM certificate: \(error)")
+                throw ProofError(.notACertificate, path: path, detail: "\(error)")
             }
         }
         return out

@@ -55,7 +55,7 @@ public struct PairingOffer: Sendable, Equatable {
         let expiry = Timestamp(milliseconds: (now.adding(ttl).milliseconds / 1000) * 1000)
         let offer = PairingOffer(family: family, nonce: nonce, expiresAt: expiry, address: try address.map(validateAddress))
         guard offer.text.utf8.count <= maxTextLength else {
-            throw ToolError.usage("the address '\(address ?? "")' makes the offer longer than \(maxTextLength) characters")
+            throw PairingError(.addressTooLong, source: address ?? "", limit: maxTextLength)
         }
         return offer
     }
@@ -111,11 +111,11 @@ public struct PairingOffer: Sendable, Equatable {
         let hp: HostPort
         do { hp = try HostPort(validating: a) } catch {
             switch error {
-            case .notHostPort: throw ToolError.usage("address '\(a)' is not HOST:PORT")
-            case .badHost: throw ToolError.usage("address '\(a)' has characters a pairing offer cannot carry")
+            case .notHostPort: throw PairingError(.addressNotHostPort, source: a)
+            case .badHost: throw PairingError(.addressBadCharacters, source: a)
             }
         }
-        guard hp.isConnectable else { throw ToolError.usage("address '\(a)' is not HOST:PORT") }
+        guard hp.isConnectable else { throw PairingError(.addressNotHostPort, source: a) }
         return hp.offerText
     }
 }

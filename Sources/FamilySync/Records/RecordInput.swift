@@ -28,14 +28,14 @@ public final class RecordInput {
             fd = open(path, O_RDONLY | O_CLOEXEC)
             guard fd >= 0 else {
                 let e = errno
-                throw ToolError(FileIO.openFailureStatus(e), "\(path): \(String(cString: strerror(e)))")
+                throw FileError(.cannotOpen, path: path, code: e)
             }
             name = path
         }
         defer { if fd != 0 { close(fd) } }
         var st = stat()
-        guard fstat(fd, &st) == 0 else { throw ToolError.io("\(name): \(String(cString: strerror(errno)))") }
-        if st.st_mode & S_IFMT == S_IFDIR { throw ToolError(.noInput, "\(name): is a directory") }
+        guard fstat(fd, &st) == 0 else { throw FileError(.cannotStat, path: name, code: errno) }
+        if st.st_mode & S_IFMT == S_IFDIR { throw FileError(.isDirectory, path: name) }
         if st.st_mode & S_IFMT == S_IFREG && st.st_size > 0 {
             let size = Int(st.st_size)
             if let p = mmap(nil, size, PROT_READ, MAP_PRIVATE | RecordInput.populate, fd, 0), p != MAP_FAILED {
@@ -51,14 +51,14 @@ public final class RecordInput {
         while true {
             if used == cap {
                 cap *= 2
-                guard let grown = realloc(buf, cap) else { free(buf); throw ToolError.io("\(name): out of memory") }
+                guard let grown = realloc(buf, cap) else { free(buf); throw FileError(.outOfMemory, path: name) }
                 buf = grown
             }
             let n = FileIO.read(fd, into: buf + used, count: cap - used)
             if n < 0 {
                 let e = errno
                 free(buf)
-                throw ToolError.io("\(name): read error: \(String(cString: strerror(e)))")
+                throw FileError(.readFailed, path: name, code: e)
             }
             if n == 0 { break }
             used += n

@@ -30,8 +30,8 @@ public enum RecordMerge {
     /// Merges `local` and `remote` (clamping REMOTE only, against `now`) and
     /// hands the merged lines, sorted by id in byte order, to `write`, each
     /// with its newline. Every line of both inputs is validated before the
-    /// first byte is written: a bad line throws `ToolError(.dataError,
-    /// "FILE:LINE: field: problem")` and nothing is written.
+    /// first byte is written: a bad line throws a `RecordLineError`
+    /// (FILE:LINE: field: problem) and nothing is written.
     public static func merge(local: RecordInput, remote: RecordInput, now: Timestamp,
                              explain: ((Explanation) throws -> Void)? = nil,
                              write: (UnsafeRawBufferPointer) throws -> Void) throws -> Summary {
@@ -57,7 +57,7 @@ public enum RecordMerge {
             let src = job.remote ? 1 : 0
             if let (line, err) = res.error {
                 let name = job.remote ? remote.name : local.name
-                throw ToolError(.dataError, "\(name):\(lineBase[src] + line): \(err)")
+                throw RecordLineError(file: name, line: lineBase[src] + line, err)
             }
             lineBase[src] += res.lines
             summary.clamped += res.clamped

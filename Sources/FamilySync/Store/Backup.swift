@@ -18,7 +18,7 @@ extension Store {
         let fd = open(target, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
         guard fd >= 0 else {
             let why = errno == EEXIST ? "it exists already; a backup goes to a new file" : String(cString: strerror(errno))
-            throw ToolError(.ioError, "--backup: cannot create \(target): \(why)")
+            throw StoreError(.backupCannotCreate, path: target, detail: why)
         }
         fchmod(fd, 0o600)
         close(fd)
@@ -32,7 +32,7 @@ extension Store {
             summary.changeSeq = Int64(try copy.scalarText("SELECT value FROM meta WHERE key = 'change_seq'") ?? "0") ?? 0
         } catch {
             unlink(target)
-            if let e = error as? SQLiteError { throw ToolError(.ioError, "--backup: cannot write \(target): \(e.message)") }
+            if let e = error as? SQLiteError { throw StoreError(.backupCannotWrite, path: target, detail: e.message) }
             throw error
         }
         var st = stat()

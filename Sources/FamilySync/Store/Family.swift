@@ -49,7 +49,7 @@ extension Store {
     /// Records that this store has joined `family` as a member. Call inside `write`.
     public func joinFamily(id: String, ownerDevice: String, secret: SecretBytes, now: Timestamp) throws {
         if let f = try family(), f.id != id {
-            throw ToolError(.dataError, "store already belongs to family \(f.id)")
+            throw StoreError(.alreadyInFamily, path: path, family: f.id)
         }
         let me = try deviceID
         try setMeta("family_id", id)

@@ -26,7 +26,7 @@ extension Store {
         try write {
             let fam = try family() ?? createFamily(now: now)
             guard fam.role == .owner else {
-                throw ToolError(.noPermission, "this store is a member of family \(fam.id); only the owner's device makes pairing offers")
+                throw PairingError(.notOwner, family: fam.id)
             }
             let offer = try PairingOffer.make(family: fam.id, ttl: ttl, address: address, now: now)
             try db.run("INSERT INTO offers (nonce, created_at, expires_at, addr) VALUES (?, ?, ?, ?)",

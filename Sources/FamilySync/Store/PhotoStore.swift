@@ -11,7 +11,7 @@ extension Store {
     @discardableResult
     public func addPhoto(_ bytes: [UInt8], now: Timestamp) throws -> String {
         guard bytes.count <= Store.maxPhotoBytes else {
-            throw ToolError.data("photo of \(bytes.count) bytes is larger than the limit of \(Store.maxPhotoBytes)")
+            throw StoreError(.photoTooLarge, limit: Store.maxPhotoBytes, size: bytes.count)
         }
         let hash = Hex.encode(SHA256.hash(bytes))
         try db.run("INSERT OR IGNORE INTO photos (sha256, size, added_at, bytes) VALUES (?, ?, ?, ?)",
@@ -33,16 +33,16 @@ extension Store {
         var st = stat()
         guard stat(path, &st) == 0 else {
             let e = errno
-            throw ToolError(FileIO.openFailureStatus(e), "\(path): \(String(cString: strerror(e)))")
+            throw FileError(.cannotOpen, path: path, code: e)
         }
-        guard st.st_mode & S_IFMT == S_IFREG else { throw ToolError(.noInput, "\(path): not a regular file") }
+        guard st.st_mode & S_IFMT == S_IFREG else { throw FileError(.notRegularFile, path: path) }
         guard Int(st.st_size) <= Store.maxPhotoBytes else {
-            throw ToolError.data("\(path): photo of \(st.st_size) bytes is larger than the limit of \(Store.maxPhotoBytes)")
+            throw StoreError(.photoTooLarge, path: path, limit: Store.maxPhotoBytes, size: Int(st.st_size))
         }
-        guard let data = FileManager.default.contents(atPath: path) else { throw ToolError.io("\(path): cannot read") }
+        guard let data = FileManager.default.contents(atPath: path) else { throw FileError(.unreadable, path: path) }
         let bytes = [UInt8](data)
         guard bytes.count <= Store.maxPhotoBytes else {
-            throw ToolError.data("\(path): photo of \(bytes.count) bytes is larger than the limit of \(Store.maxPhotoBytes)")
+            throw StoreError(.photoTooLarge, path: path, limit: Store.maxPhotoBytes, size: bytes.count)
         }
         return (try addPhoto(bytes, now: now), bytes.count)
     }

@@ -43,7 +43,7 @@ extension Store {
         if let text = try setting("products") {
             guard let items = (try? JSONParser.parse(text))?.arrayValue,
                   case let strings = items.compactMap(\.stringValue), strings.count == items.count else {
-                throw ToolError(.dataError, "store \(path): setting products is \(ProofFailure.quote(text)), not a JSON array of product IDs")
+                throw StoreError(.badSetting, path: path, detail: "\(ProofFailure.quote(text)), not a JSON array of product IDs", other: "products")
             }
             products = strings
         }
@@ -51,7 +51,7 @@ extension Store {
         switch try setting("allow_sandbox") {
         case nil, "false"?: sandbox = false
         case "true"?: sandbox = true
-        case let other?: throw ToolError(.dataError, "store \(path): setting allow_sandbox is \(ProofFailure.quote(other)), not true or false")
+        case let other?: throw StoreError(.badSetting, path: path, detail: "\(ProofFailure.quote(other)), not true or false", other: "allow_sandbox")
         }
         return ProofPolicy(bundleID: bundle, products: products, allowSandbox: sandbox)
     }
@@ -67,7 +67,7 @@ extension Store {
     private func requiredPolicy(_ given: ProofPolicy?) throws -> ProofPolicy {
         if let given { return given }
         guard let p = try proofPolicy() else {
-            throw ToolError(.dataError, "store \(path) has no bundle_id setting to judge proofs by; set it once with 'jws-verify --db \(path) --bundle-id ID [--product ID]...'")
+            throw ProofError(.noPolicy, path: path)
         }
         return p
     }
@@ -79,7 +79,7 @@ extension Store {
     /// a `write` transaction.
     public func keepProofInTransaction(_ proof: VerifiedProof, source: String, now: Timestamp) throws {
         guard proof.grantsEntitlement else {
-            throw ToolError(.dataError, "only a transaction proves a purchase; a \(proof.kind.rawValue) is not kept")
+            throw ProofError(.notATransaction, detail: proof.kind.rawValue)
         }
         try db.run("""
             INSERT INTO proofs (jws, source, saved_at, signed_at, expires_at) VALUES (?, ?, ?, ?, ?)
@@ -144,7 +144,7 @@ extension Store {
                 if best == nil { best = (proof, k) }
             case let .invalid(f, _, _):
                 if f.reason == .malformed {
-                    throw ToolError(.dataError, "store \(path): kept proof \(k.id) cannot be read: \(f.detail)")
+                    throw ProofError(.keptProofUnreadable, path: path, detail: f.detail, proof: "\(k.id)")
                 }
                 if newestFailure == nil { newestFailure = (f, k) }
             }

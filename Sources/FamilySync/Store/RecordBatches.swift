@@ -62,10 +62,10 @@ extension Store {
     /// in canonical form; every other byte stays (docs/protocol.md §7.4).
     static func clampedLine(_ line: UnsafeRawBufferPointer, to time: Int64) throws -> [UInt8] {
         let bytes = line.bindMemory(to: UInt8.self)
-        guard let base = bytes.baseAddress else { throw ToolError(.software, "an empty record line in the store") }
+        guard let base = bytes.baseAddress else { throw StoreError(.inconsistent, detail: "an empty record line in the store") }
         let scan: RecordScan
         do { scan = try RecordScanner.scan(base, start: 0, end: bytes.count, mode: .exchanged) } catch {
-            throw ToolError(.dataError, "a stored record line does not scan: \(error)")
+            throw StoreError(.damagedRecord, detail: "\(error)")
         }
         var out: [UInt8] = []
         RecordLine.rewrite(base, scan, time: time, device: nil, ensureDeleted: false, into: &out)

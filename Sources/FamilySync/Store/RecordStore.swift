@@ -93,7 +93,7 @@ extension Store {
                 let base = buf.baseAddress ?? UnsafePointer(bitPattern: 1)!
                 let scan: RecordScan
                 do { scan = try RecordScanner.scan(base, start: 0, end: buf.count, mode: stamping ? .localEdit : .exchanged) }
-                catch { throw ToolError(.dataError, "record \(r.id.prefix(100)): \(error)") }
+                catch let e as RecordError { throw RecordLineError(record: r.id, e) }
                 try applier.apply(base, scan) { e in
                     explain?(String(decoding: e.id, as: UTF8.self), e.rule, e.tookIncoming)
                 }
@@ -105,8 +105,8 @@ extension Store {
 
     /// Applies every record line of `reader` in one transaction (all or
     /// nothing): remote versions with the clamp, or, with `stamping`, local
-    /// edits. A bad line throws `ToolError(.dataError, "FILE:LINE: field:
-    /// problem")` and the store is left unchanged. Blank lines are skipped.
+    /// edits. A bad line throws a `RecordLineError` (FILE:LINE: field:
+    /// problem) and the store is left unchanged. Blank lines are skipped.
     public func applyLines(_ reader: LineReader, stamping: Bool, now: Timestamp,
                            explain: ((ApplyExplanation) throws -> Void)? = nil,
                            progress: ((Int) -> Void)? = nil) throws -> ApplySummary {
@@ -128,16 +128,16 @@ extension Store {
                     guard let line = try reader.next() else { done = true; break }
                     switch line {
                     case .tooLong:
-                        throw ToolError(.dataError, "\(reader.name):\(reader.lineNumber): line longer than \(Record.maxLineBytes) bytes")
+                        throw RecordLineError(file: reader.name, line: reader.lineNumber, RecordError(field: nil, "line longer than \(Record.maxLineBytes) bytes"))
                     case let .text(buf):
                         guard let raw = buf.baseAddress, !RecordMerge.isBlank(raw.assumingMemoryBound(to: UInt8.self), 0, buf.count) else { continue }
                         let from = batch.count
                         batch.append(contentsOf: buf)
-                        let scan: RecordScan = try batch.withUnsafeBufferPointer { b throws(ToolError) in
+                        let scan: RecordScan = try batch.withUnsafeBufferPointer { b throws(RecordLineError) in
                             do throws(RecordError) {
                                 return try RecordScanner.scan(b.baseAddress!, start: from, end: b.count, mode: mode, workspace: &workspace)
                             } catch {
-                                throw ToolError(.dataError, "\(reader.name):\(reader.lineNumber): \(error)")
+                                throw RecordLineError(file: reader.name, line: reader.lineNumber, error)
                             }
                         }
                         items.append((scan, reader.lineNumber))
@@ -330,7 +330,8 @@ final class RecordApplier {
                     typeDecoded = held.type
                 }
             } else if me != nil, !r.type.isPresent {
-                throw ToolError(.dataError, "record \(String(decoding: UnsafeRawBufferPointer(start: idp, count: idn), as: UTF8.self).prefix(100)): field 'type': missing (a delete may give only its id when this store holds the record)")
+                throw RecordLineError(record: String(decoding: UnsafeRawBufferPointer(start: idp, count: idn), as: UTF8.self),
+                                      RecordError(field: "field 'type'", "missing (a delete may give only its id when this store holds the record)"))
             }
             // 0. Purged here: an old version of an id this store no longer holds.
             if let floor = purgeFloor, time <= floor {
@@ -361,7 +362,7 @@ final class RecordApplier {
                 let rc = sqlite3_step(select.stmt)
                 guard rc == SQLITE_ROW else {
                     try db.check(rc, "looking up a record")
-                    throw ToolError(.software, "a record vanished while it was applied")
+                    throw StoreError(.inconsistent, path: store.path, detail: "a record vanished while it was applied")
                 }
                 rid = sqlite3_column_int64(select.stmt, 0)
                 let heldTime = sqlite3_column_int64(select.stmt, 1)

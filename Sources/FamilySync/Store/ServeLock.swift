@@ -13,18 +13,18 @@ import Foundation
 public final class ServeLock: Sendable {
     private let fd: Int32
 
-    /// Takes the lock for the store at `path`, or throws (exit 75) naming the
-    /// reason when another process serves that store already.
+    /// Takes the lock for the store at `path`, or throws `alreadyServed`
+    /// when another process serves that store already.
     public init(storePath path: String) throws {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { throw ToolError(.ioError, "cannot open store \(path) to lock it: \(String(cString: strerror(errno)))") }
+        guard fd >= 0 else { throw StoreError(.cannotLock, path: path, detail: String(cString: strerror(errno))) }
         if flock(fd, LOCK_EX | LOCK_NB) != 0 {
             let e = errno
             close(fd)
             if e == EWOULDBLOCK {
-                throw ToolError(.tempFail, "another 'peer-sync serve' is already serving the store \(path); one serve per store (stop that one first, or sync through it)")
+                throw StoreError(.alreadyServed, path: path)
             }
-            throw ToolError(.ioError, "cannot lock store \(path): \(String(cString: strerror(e)))")
+            throw StoreError(.cannotLock, path: path, detail: String(cString: strerror(e)))
         }
         self.fd = fd
     }

@@ -26,7 +26,7 @@ public final class Store {
         do {
             db = try Database(path: path)
         } catch let e as SQLiteError {
-            throw ToolError(.ioError, "cannot open store \(path): \(e.message)")
+            throw StoreError(.cannotOpen, path: path, detail: e.message)
         }
         // The page size only takes on a database with nothing in it yet, and must come before WAL mode.
         // Switching a new file to WAL mode needs it to itself; when another process
@@ -55,7 +55,7 @@ public final class Store {
             try db.execute("PRAGMA foreign_keys = ON; \(Store.connectionPragmas)")
             return Store(path: path, db: db)
         } catch let e as SQLiteError {
-            throw ToolError(.ioError, "cannot open store \(path): \(e.message)")
+            throw StoreError(.cannotOpen, path: path, detail: e.message)
         }
     }
 
@@ -93,22 +93,22 @@ public final class Store {
     private static func inspect(path: String, create: Bool) throws -> Bool {
         var st = stat()
         if stat(path, &st) != 0 {
-            guard errno == ENOENT else { throw ToolError(.ioError, "cannot read store \(path): \(String(cString: strerror(errno)))") }
-            guard create else { throw ToolError(.noInput, "no store at \(path)") }
+            guard errno == ENOENT else { throw StoreError(.cannotRead, path: path, detail: String(cString: strerror(errno))) }
+            guard create else { throw StoreError(.missing, path: path) }
             return false
         }
-        guard st.st_mode & S_IFMT == S_IFREG else { throw ToolError(.dataError, "\(path) is not a family-sync store (not a regular file)") }
+        guard st.st_mode & S_IFMT == S_IFREG else { throw StoreError(.notAStore, path: path, detail: "not a regular file") }
         if st.st_size == 0 { return true }
         // Read the header and the two header fields we care about straight from the file,
         // so nothing (not even a WAL switch) touches a file we refuse.
         let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { throw ToolError(.ioError, "cannot read store \(path): \(String(cString: strerror(errno)))") }
+        guard fd >= 0 else { throw StoreError(.cannotRead, path: path, detail: String(cString: strerror(errno))) }
         defer { close(fd) }
         var header = [UInt8](repeating: 0, count: 100)
         let n = header.withUnsafeMutableBytes { FileIO.read(fd, into: $0.baseAddress!, count: 100) }
         let magic = Array("SQLite format 3\0".utf8)
         guard n == 100, Array(header[0..<16]) == magic else {
-            throw ToolError(.dataError, "\(path) is not a family-sync store (not an SQLite database)")
+            throw StoreError(.notAStore, path: path, detail: "not an SQLite database")
         }
         // The header's own copies of user_version and application_id lag behind in WAL mode,
         // so ask SQLite, on a read-only connection that cannot change the file.
@@ -123,19 +123,19 @@ public final class Store {
             appID = Int32(truncatingIfNeeded: try db.scalarInt("PRAGMA application_id") ?? 0)
             tables = try db.scalarInt("SELECT count(*) FROM sqlite_schema") ?? 0
         } catch let e as SQLiteError {
-            if e.isNotADatabase { throw ToolError(.dataError, "\(path) is not a family-sync store (a damaged SQLite database: \(e.message))") }
-            throw ToolError(.ioError, "cannot read store \(path): \(e.problem)")
+            if e.isNotADatabase { throw StoreError(.notAStore, path: path, detail: "a damaged SQLite database: \(e.message)") }
+            throw StoreError(.cannotRead, path: path, detail: e.problem)
         }
         if appID == 0 && userVersion == 0 {
             // An SQLite file with no schema of ours yet: only an empty one may become a store.
-            guard tables == 0 else { throw ToolError(.dataError, "\(path) is not a family-sync store (an SQLite database of something else)") }
+            guard tables == 0 else { throw StoreError(.notAStore, path: path, detail: "an SQLite database of something else") }
             return true
         }
         guard appID == Schema.applicationID else {
-            throw ToolError(.dataError, "\(path) is not a family-sync store (an SQLite database of something else)")
+            throw StoreError(.notAStore, path: path, detail: "an SQLite database of something else")
         }
         guard userVersion <= Schema.currentVersion else {
-            throw ToolError(.dataError, "\(path) was written by a newer family-sync (store version \(userVersion); this one knows up to \(Schema.currentVersion)); upgrade family-sync to use it")
+            throw StoreError(.newerVersion, path: path, version: Int(userVersion))
         }
         return true
     }
@@ -148,13 +148,13 @@ public final class Store {
             do {
                 try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
             } catch {
-                throw ToolError(.ioError, "cannot create folder \(dir) for the store: \(error.localizedDescription)")
+                throw StoreError(.cannotCreateFolder, path: path, detail: error.localizedDescription, other: dir)
             }
         }
         let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
         if fd < 0 {
             if errno == EEXIST { return }  // another process created it first
-            throw ToolError(.ioError, "cannot create store \(path): \(String(cString: strerror(errno)))")
+            throw StoreError(.cannotCreate, path: path, detail: String(cString: strerror(errno)))
         }
         fchmod(fd, 0o600)
         close(fd)
@@ -181,7 +181,7 @@ public final class Store {
     /// This device's identity, a random UUID made when the store was created.
     public var deviceID: String {
         get throws {
-            guard let id = try meta("device_id") else { throw ToolError(.dataError, "store \(path) has no device identity") }
+            guard let id = try meta("device_id") else { throw StoreError(.noDeviceIdentity, path: path) }
             return id
         }
     }

@@ -10,7 +10,7 @@ extension Store {
     public func trustRoots() throws -> [X509Certificate]? {
         guard let pem = try setting(Store.trustRootsSetting), !pem.isEmpty else { return nil }
         do { return try X509Certificate.load(contents: Array(pem.utf8)) } catch {
-            throw ToolError(.dataError, "\(path): setting \(Store.trustRootsSetting): not PEM certificates: \(error)")
+            throw StoreError(.badSetting, path: path, detail: "not PEM certificates: \(error)", other: Store.trustRootsSetting)
         }
     }
 

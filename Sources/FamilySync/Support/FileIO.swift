@@ -1,7 +1,6 @@
 import Glibc
 
-/// The one place that retries interrupted reads and writes and turns an
-/// errno into the exit status it deserves. Every file, pipe and terminal
+/// The one place that retries interrupted reads and writes. Every file, pipe and terminal
 /// read or write in the tools goes through here (sockets go through TLS).
 public enum FileIO {
     /// read(2), retried while a signal interrupts it: the count read (0 at
@@ -32,12 +31,6 @@ public enum FileIO {
     }
 
     public static func writeAll(_ fd: Int32, _ bytes: [UInt8]) -> Int32 { bytes.withUnsafeBytes { writeAll(fd, $0) } }
-
-    /// The status for an input that cannot be opened: one that is not there
-    /// or may not be read is missing input (66); anything else is an I/O error (74).
-    public static func openFailureStatus(_ code: Int32) -> ExitStatus {
-        code == ENOENT || code == ENOTDIR || code == EACCES ? .noInput : .ioError
-    }
 
     /// The message for an errno.
     public static func describe(_ code: Int32) -> String { String(cString: strerror(code)) }

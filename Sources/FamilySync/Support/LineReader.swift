@@ -21,7 +21,7 @@ public final class LineReader {
     /// The 1-based number of the line last returned.
     public private(set) var lineNumber = 0
 
-    /// Opens `path` ("-" for standard input). A missing file is `noInput` (66).
+    /// Opens `path` ("-" for standard input), or throws a `FileError`.
     public init(path: String, maxLineBytes: Int) throws {
         if path == "-" {
             if StandardInput.wasClosed { throw StandardInput.closedError }
@@ -32,12 +32,12 @@ public final class LineReader {
             let f = open(path, O_RDONLY | O_CLOEXEC)
             guard f >= 0 else {
                 let e = errno
-                throw ToolError(FileIO.openFailureStatus(e), "\(path): \(String(cString: strerror(e)))")
+                throw FileError(.cannotOpen, path: path, code: e)
             }
             var st = stat()
             if fstat(f, &st) == 0, st.st_mode & S_IFMT == S_IFDIR {
                 close(f)
-                throw ToolError(.noInput, "\(path): is a directory")
+                throw FileError(.isDirectory, path: path)
             }
             fd = f
             ownsFD = true
@@ -61,7 +61,7 @@ public final class LineReader {
         while end < buf.count {
             let n = FileIO.read(fd, into: buf.baseAddress! + end, count: buf.count - end)
             if n < 0 {
-                throw ToolError(.ioError, "\(name): read error: \(String(cString: strerror(errno)))")
+                throw FileError(.readFailed, path: name, code: errno)
             }
             if n == 0 { eof = true; return }
             end += n

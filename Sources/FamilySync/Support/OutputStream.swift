@@ -9,7 +9,7 @@ public final class OutputStream: @unchecked Sendable {
     private var buffer: [UInt8] = []
     private let limit: Int
     /// The first write error, if any; further writes are dropped.
-    public private(set) var failure: String?
+    public private(set) var failure: FileError?
 
     public init(fd: Int32, bufferSize: Int = 1 << 16) {
         self.fd = fd
@@ -25,7 +25,7 @@ public final class OutputStream: @unchecked Sendable {
     }
 
     public func write(_ bytes: UnsafeRawBufferPointer) throws {
-        if let failure { throw ToolError.io(failure) }
+        if let failure { throw failure }
         if buffer.count + bytes.count > limit { try flush() }
         if bytes.count >= limit {
             try writeAll(bytes)
@@ -44,7 +44,7 @@ public final class OutputStream: @unchecked Sendable {
     }
 
     public func flush() throws {
-        if let failure { throw ToolError.io(failure) }
+        if let failure { throw failure }
         guard !buffer.isEmpty else { return }
         defer { buffer.removeAll(keepingCapacity: true) }
         try buffer.withUnsafeBytes { try writeAll($0) }
@@ -54,8 +54,9 @@ public final class OutputStream: @unchecked Sendable {
         let e = FileIO.writeAll(fd, bytes)
         guard e == 0 else {
             let what = fd == 1 ? "standard output" : "file descriptor \(fd)"
-            failure = "write error on \(what): \(FileIO.describe(e))"
-            throw ToolError.io(failure!)
+            let f = FileError(.writeFailed, path: what, code: e)
+            failure = f
+            throw f
         }
     }
 }

@@ -16,7 +16,5 @@ public enum StandardInput {
     }
 
     /// The error for reading standard input when it was closed.
-    public static var closedError: ToolError {
-        ToolError(.noInput, "<stdin>: standard input is closed; give a FILE or pipe the input in")
-    }
+    public static var closedError: FileError { FileError(.standardInputClosed, path: "<stdin>") }
 }

@@ -40,8 +40,6 @@ enum EntitlementExchange {
             guard try store.proofPolicy() != nil else { return (nil, nil) }
             let e = try store.entitlement(verifier: verifier, now: now)
             return (e.proof?.jws, nil)
-        } catch let e as ToolError {
-            return (nil, e.message)
         } catch {
             return (nil, "\(error)")
         }

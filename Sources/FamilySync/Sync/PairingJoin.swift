@@ -30,7 +30,7 @@ enum PairingAdmission {
         return try store.write {
             let existing = try store.device(join.device)
             if let d = existing, d.revokedAt == nil {
-                return .refused(RefusalMessage(reason: .alreadyMember, message: "device \(join.device) is already in the family; use 'peer-sync connect'"))
+                return .refused(RefusalMessage(reason: .alreadyMember, message: "device \(join.device) is already in the family"))
             }
             let active = try store.activeDeviceCount(), limit = try store.maxDevices
             guard active < limit else {
@@ -50,7 +50,7 @@ enum PairingAdmission {
                 try store.forgetAcknowledgementPoints(member: join.device)
             }
             let key = try store.admitDeviceInTransaction(join.device, name: join.name, now: now)
-            guard let fk = try store.familySecret() else { throw ToolError(.dataError, "store has a family but no family key") }
+            guard let fk = try store.familySecret() else { throw StoreError(.noFamilyKey, path: store.path) }
             return .admitted(member: join.device,
                              welcome: WelcomeMessage(family: family.id, owner: me, epoch: try store.familyEpoch, familyKey: fk, deviceKey: key),
                              readmitted: existing != nil)
@@ -71,7 +71,7 @@ public enum OfferInput {
         var bytes: [UInt8] = []
         while let line = try reader.next() {
             guard case let .text(b) = line, bytes.count + b.count < maxBytes else {
-                throw ToolError(.dataError, "\(reader.name): longer than \(maxBytes) bytes; not an offer")
+                throw PairingError(.offerTooLong, source: reader.name, limit: maxBytes)
             }
             if reader.lineNumber > 1 { bytes.append(0x0A) }
             bytes += b
@@ -89,7 +89,7 @@ public enum OfferInput {
 
     /// Parses the first offer in `text`. Expiry is the caller's to judge.
     public static func parse(_ text: String, source: String) throws -> PairingOffer {
-        guard text.utf8.count <= maxBytes else { throw ToolError(.dataError, "\(source): longer than \(maxBytes) bytes; not an offer") }
+        guard text.utf8.count <= maxBytes else { throw PairingError(.offerTooLong, source: source, limit: maxBytes) }
         var lineNumber = 0
         for raw in text.split(separator: "\n", omittingEmptySubsequences: false) {
             lineNumber += 1
@@ -99,17 +99,17 @@ public enum OfferInput {
             if line.hasPrefix("{") {
                 let v: JSONValue
                 do { v = try JSONParser.parse(line) } catch {
-                    throw ToolError(.dataError, "\(source):\(lineNumber): not JSON: \(error)")
+                    throw PairingError(.offerNotJSON, source: source, line: lineNumber, detail: "\(error)")
                 }
                 guard let q = v["qr"]?.stringValue ?? v["text"]?.stringValue ?? v["raw"]?.stringValue else {
-                    throw ToolError(.dataError, "\(source):\(lineNumber): field 'qr': missing (expected pair-scan's offer JSON)")
+                    throw PairingError(.offerMissingQR, source: source, line: lineNumber, field: "qr")
                 }
                 qr = q
             }
             do { return try PairingOffer(text: qr) } catch {
-                throw ToolError(.dataError, "\(source):\(lineNumber): field '\(error.field)': \(error.problem)")
+                throw PairingError(.offerInvalid, source: source, line: lineNumber, field: error.field, detail: error.problem)
             }
         }
-        throw ToolError(.noInput, "\(source): no offer found")
+        throw PairingError(.noOffer, source: source)
     }
 }

@@ -84,16 +84,6 @@ final class PreAuthPool: Sendable {
     }
 }
 
-/// The server's one session at a time. A connection whose identity would
-/// start a session reserves the slot while its handshake completes; anyone
-/// who finds it taken gets BUSY instead of a key (docs/protocol.md §5.2).
-final class SessionSlot: Sendable {
-    private let taken = Atomic<Bool>(false)
-    var isTaken: Bool { taken.load(ordering: .acquiring) }
-    func reserve() -> Bool { taken.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged }
-    func release() { taken.store(false, ordering: .releasing) }
-}
-
 /// Hands authenticated connections from their handshake threads to the
 /// thread that runs sessions (the one that owns the store).
 final class SessionHandoff<Item>: @unchecked Sendable {

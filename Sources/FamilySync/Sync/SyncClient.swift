@@ -25,19 +25,13 @@ public final class SyncClient {
 
     private func emit(_ name: String, _ fields: [(String, JSONValue)] = []) { observer?(SyncEvent(name, fields)) }
 
-    /// How a revoked device's store comes back, in every message that tells it it is revoked.
-    static let rejoinAdvice = "to rejoin, the owner makes a new offer (pair-qr) and this store redeems it with 'peer-sync join' (a new admission; its records merge by last-writer-wins)"
-
-    static func noPeer(_ address: HostPort) -> ToolError {
-        ToolError(.unavailable, "no peer at \(address) (is 'peer-sync serve' running?)")
-    }
 
     private func requireFamily() throws -> FamilyInfo {
         guard let fam = try store.family() else {
-            throw ToolError(.noInput, "this store belongs to no family yet: redeem an offer with 'peer-sync join' (or make one with 'pair-qr' on the owner's device)")
+            throw StoreError(.noFamily, path: store.path)
         }
         if let t = try store.device(try store.deviceID)?.revokedAt {
-            throw ToolError(.noPermission, "this device was revoked from family \(fam.id) at \(t.rfc3339); it syncs no more: \(SyncClient.rejoinAdvice)")
+            throw SyncError(.revoked, detail: t.rfc3339, family: fam.id)
         }
         return fam
     }
@@ -65,7 +59,7 @@ public final class SyncClient {
                 case let .busy(retryAfter):
                     emit("busy", [("address", .string(address.description)), ("attempt", .int(attempt))])
                     guard !giveUp.hasPassed else {
-                        throw ToolError(.tempFail, "\(address) is busy syncing with another device; gave up after \(wait) (\(attempt) tries)")
+                        throw SyncError(.busy, peer: address.description, detail: "\(wait) (\(attempt) tries)")
                     }
                     sleep(backoff.pause(retryAfter: retryAfter, until: giveUp))
                     continue
@@ -77,7 +71,7 @@ public final class SyncClient {
                         continue
                     }
                     emit("refused", [("address", .string(address.description)), ("reason", .string(r.reason.rawValue)), ("message", .string(r.message))])
-                    throw ToolError(.noPermission, "refused by \(address): \(r.message) (\(r.reason.rawValue))")
+                    throw SyncError(.refused, peer: address.description, detail: r.message, reason: r.reason.rawValue)
                 }
             }
             emit("session", [("address", .string(address.description)), ("peer", .string(guess))])
@@ -99,9 +93,9 @@ public final class SyncClient {
             let at = r.revokedAt ?? clock.now()
             try EntitlementExchange.dropToFree(store, now: at)
             emit("revoked", [("device", .string(try store.deviceID)), ("revokedAt", .string(at.rfc3339))])
-            throw ToolError(.noPermission, "refused by \(address): \(r.message) (revoked); this device drops to free; \(SyncClient.rejoinAdvice)")
+            throw SyncError(.refusedRevoked, peer: address.description, detail: r.message)
         }
-        throw ToolError(.noPermission, "refused by \(address): \(r.message) (\(r.reason.rawValue))")
+        throw SyncError(.refused, peer: address.description, detail: r.message, reason: r.reason.rawValue)
     }
 
     /// Which device we expect at an address: the one last reached there, else
@@ -111,7 +105,7 @@ public final class SyncClient {
         if let d = devices.first(where: { $0.lastAddress == address.description }) { return d.deviceID }
         if family.role == .member { return family.ownerDevice }
         let members = devices.sorted { ($0.lastSyncedAt?.milliseconds ?? 0) > ($1.lastSyncedAt?.milliseconds ?? 0) }
-        guard let first = members.first else { throw ToolError(.usage, "this family has no other device yet: pair one first") }
+        guard let first = members.first else { throw SyncError(.noOtherDevice) }
         return first.deviceID
     }
 
@@ -121,16 +115,16 @@ public final class SyncClient {
         let identity = SessionIdentity.sync(family: family.id, client: me, server: server, epoch: epoch)
         if family.role == .owner {
             guard let dev = try store.device(server), dev.revokedAt == nil, let k = try store.memberDeviceKey(server) else {
-                throw ToolError(.noPermission, "device \(server) is not a current member of this family")
+                throw SyncError(.notAMember, peer: server)
             }
             _ = dev
             return (identity, try SessionKeys.devicePSK(deviceKey: k, family: family.id, client: me, server: server))
         }
         if server == family.ownerDevice {
-            guard let k = try store.ownDeviceKey() else { throw ToolError(.dataError, "this store holds no device key; pair it again") }
+            guard let k = try store.ownDeviceKey() else { throw StoreError(.noDeviceKey, path: store.path) }
             return (identity, try SessionKeys.devicePSK(deviceKey: k, family: family.id, client: me, server: server))
         }
-        guard let fk = try store.familySecret() else { throw ToolError(.dataError, "this store holds no family key; pair it again") }
+        guard let fk = try store.familySecret() else { throw StoreError(.noFamilyKey, path: store.path) }
         return (identity, try SessionKeys.familyPSK(familyKey: fk, family: family.id, epoch: epoch, client: me, server: server))
     }
 
@@ -143,7 +137,7 @@ public final class SyncClient {
         } else {
             do { sock = try TCPSocket.connect(to: try LocalNames.resolve(address), timeout: SyncLimits.connectTimeout) } catch let e as SocketError {
                 emit("unreachable", [("address", .string(address.description)), ("error", .string(String(cString: strerror(e.code))))])
-                throw SyncClient.noPeer(address)
+                throw SyncError(.noPeer, peer: address.description)
             }
         }
         let conn = try TLSConnection(client: sock, context: context, identity: identity, key: key)
@@ -151,11 +145,11 @@ public final class SyncClient {
             try conn.handshake(deadline: Deadline(after: SyncLimits.handshakeTimeout))
         } catch let e as TLSError {
             if e.peerRejectedKey {
-                throw ToolError(.noPermission, "refused by \(address): it does not accept this device's key (a wrong family secret, or a key from before a revocation)")
+                throw SyncError(.keyNotAccepted, peer: address.description)
             }
-            if e.kind == .timeout { throw ToolError(.unavailable, "no answer from \(address) during the TLS handshake") }
+            if e.kind == .timeout { throw SyncError(.handshakeTimeout, peer: address.description) }
             // Said once: the TLS error's own context already names the handshake and the address.
-            throw ToolError(.unavailable, "TLS handshake with \(address) failed: \(e.reasonText.isEmpty ? "no reason given" : e.reasonText) (is a family-sync peer listening there?)")
+            throw SyncError(.handshakeFailed, peer: address.description, detail: e.reasonText.isEmpty ? "no reason given" : e.reasonText)
         }
         return FrameChannel(conn, clock: clock.monotonic)
     }
@@ -171,25 +165,23 @@ public final class SyncClient {
         channel.maxPayload = Frame.maxNoticeBytes
         do { f = try channel.receive(deadline: Deadline(after: SyncLimits.noticeTimeout)) } catch let e as ProtocolError {
             _ = channel.tls.shutdown(deadline: Deadline(after: TimeSpan.seconds(1)))
-            throw ToolError(.dataError, "protocol error from \(address): a notice before authentication: \(e.message)")
+            throw SyncError(.protocolViolation, peer: address.description, detail: "a notice before authentication: \(e.message)")
         } catch {
-            throw ToolError(.unavailable, "\(address) did not accept this device's key and sent no reason")
+            throw SyncError(.keyRejectedSilently, peer: address.description, detail: "sent no reason")
         }
         _ = channel.tls.shutdown(deadline: Deadline(after: TimeSpan.seconds(1)))
-        guard let f else { throw ToolError(.unavailable, "\(address) did not accept this device's key and closed without a reason") }
+        guard let f else { throw SyncError(.keyRejectedSilently, peer: address.description, detail: "closed without a reason") }
         do {
             switch f.type {
             case .busy:
-                // A missing or unreadable hint counts as none: our own backoff decides.
-                let ms = (try? FieldReader(f).int("retryAfterMs", max: Int64.max)) ?? 0
-                return .busy(retryAfter: TimeSpan(milliseconds: ms))
+                return .busy(retryAfter: BusyReply.retryAfter(f))
             case .refused:
                 return .refused(try RefusalMessage(f))
             default:
                 throw ProtocolError("\(f.type.name) on a session without a key")
             }
         } catch let e as ProtocolError {
-            throw ToolError(.dataError, "protocol error from \(address): \(e.message)")
+            throw SyncError(.protocolViolation, peer: address.description, detail: e.message)
         }
     }
 
@@ -218,14 +210,14 @@ public final class SyncClient {
         }
         let winner = try PeerFinder.find(known: known, recognise: recognise, what: "device of family \(fam.id)", observer: observer)
         found = winner
-        var failures: [String] = []
+        var failures: [any Error] = []
         var allBusy = true
         do {
             let left = TimeSpan(milliseconds: max(0, Int64(giveUp.remainingMilliseconds)))
             return try sync(with: winner.candidate.address, wait: left, expected: winner.candidate.device)
-        } catch let e as ToolError where e.status == .unavailable || e.status == .tempFail {
-            if e.status != .tempFail { allBusy = false }
-            failures.append(e.message)
+        } catch let e as SyncError where e.isUnreachable || e.isBusy {
+            if !e.isBusy { allBusy = false }
+            failures.append(e)
         }
         found = nil
         for p in peers where p.lastAddress != winner.candidate.address.description {
@@ -234,12 +226,12 @@ public final class SyncClient {
             do {
                 let left = TimeSpan(milliseconds: max(0, Int64(giveUp.remainingMilliseconds)))
                 return try sync(with: addr, wait: left, expected: p.deviceID)
-            } catch let e as ToolError where e.status == .unavailable || e.status == .tempFail {
-                if e.status != .tempFail { allBusy = false }
-                failures.append(e.message)
+            } catch let e as SyncError where e.isUnreachable || e.isBusy {
+                if !e.isBusy { allBusy = false }
+                failures.append(e)
             }
         }
-        throw ToolError(allBusy ? .tempFail : .unavailable, "no known peer could sync: " + failures.joined(separator: "; "))
+        throw SyncError(.noPeerCouldSync, detail: allBusy ? "busy" : "", causes: failures)
     }
 
     // MARK: join
@@ -257,10 +249,10 @@ public final class SyncClient {
         var rejoining = false
         if let fam = try store.family() {
             guard fam.id == offer.family else {
-                throw ToolError(.dataError, "this store belongs to family \(fam.id); a store joins one family only")
+                throw PairingError(.inAnotherFamily, family: fam.id)
             }
             guard fam.role == .member, try store.isSelfRevoked else {
-                throw ToolError(.usage, "this store is already in family \(fam.id); sync with 'peer-sync connect'")
+                throw PairingError(.alreadyMember, family: fam.id)
             }
             rejoining = true
         }
@@ -287,13 +279,13 @@ public final class SyncClient {
                 case let .busy(retryAfter):
                     emit("busy", [("address", .string(address.description)), ("attempt", .int(attempt))])
                     guard !giveUp.hasPassed else {
-                        throw ToolError(.tempFail, "\(address) is busy syncing with another device; gave up after \(wait) (\(attempt) tries)")
+                        throw SyncError(.busy, peer: address.description, detail: "\(wait) (\(attempt) tries)")
                     }
                     sleep(backoff.pause(retryAfter: retryAfter, until: giveUp))
                     continue
                 case let .refused(r):
                     emit("refused", [("address", .string(address.description)), ("reason", .string(r.reason.rawValue)), ("message", .string(r.message))])
-                    throw ToolError(.noPermission, "refused by \(address): \(r.message) (\(r.reason.rawValue)); nothing was stored")
+                    throw SyncError(.refused, peer: address.description, detail: r.message, reason: r.reason.rawValue, outcome: .nothingStored)
                 }
             }
             channel.send(.join, json: JoinMessage(device: me, clock: clock.now(), name: name,
@@ -304,7 +296,7 @@ public final class SyncClient {
                 var next: Frame?
                 repeat {
                     guard let f = try channel.receive(deadline: deadline) else {
-                        throw ToolError(.unavailable, "\(address) closed the connection before answering the join; nothing was stored")
+                        throw SyncError(.closedBeforeAnswer, peer: address.description, outcome: .nothingStored)
                     }
                     next = f.type == .ping ? nil : f
                 } while next == nil
@@ -315,11 +307,11 @@ public final class SyncClient {
                 case .refused:
                     let r = try RefusalMessage(reply)
                     emit("refused", [("address", .string(address.description)), ("reason", .string(r.reason.rawValue)), ("message", .string(r.message))])
-                    throw ToolError(.noPermission, "refused by \(address): \(r.message) (\(r.reason.rawValue)); nothing was stored")
+                    throw SyncError(.refused, peer: address.description, detail: r.message, reason: r.reason.rawValue, outcome: .nothingStored)
                 case .error:
                     let m = (try? FieldReader(reply).string("message", maxBytes: 1024)) ?? ""
                     _ = channel.tls.shutdown(deadline: Deadline(after: SyncLimits.errorCloseTimeout))
-                    throw ToolError(.dataError, "\(address) reported a protocol error: \(m); nothing was stored")
+                    throw SyncError(.peerReportedError, peer: address.description, detail: m, outcome: .nothingStored)
                 default:
                     throw ProtocolError("expected WELCOME or REFUSED, got \(reply.type.name)")
                 }
@@ -328,12 +320,12 @@ public final class SyncClient {
                 channel.send(.error, json: .object([("message", .string(e.message))]))
                 try? channel.drain(deadline: Deadline(after: SyncLimits.errorCloseTimeout))
                 _ = channel.tls.shutdown(deadline: Deadline(after: SyncLimits.errorCloseTimeout))
-                throw ToolError(.dataError, "protocol error from \(address): \(e.message); nothing was stored")
+                throw SyncError(.protocolViolation, peer: address.description, detail: e.message, outcome: .nothingStored)
             } catch let e as TLSError {
-                throw ToolError(.unavailable, "connection to \(address) lost during the join (\(e.description)); nothing was stored")
+                throw SyncError(.connectionLost, peer: address.description, detail: e.description, outcome: .nothingStored)
             }
             guard welcome.family == offer.family else {
-                throw ToolError(.dataError, "protocol error from \(address): WELCOME names family \(welcome.family), not the offer's \(offer.family); nothing was stored")
+                throw SyncError(.wrongFamily, peer: address.description, detail: welcome.family, family: offer.family, outcome: .nothingStored)
             }
             let now = clock.now()
             try store.write {
@@ -344,30 +336,16 @@ public final class SyncClient {
                 if let name { try store.setDeviceName(me, name) }
             }
             emit("joined", [("family", .string(welcome.family)), ("owner", .string(welcome.owner)), ("device", .string(me))])
-            guard let fam = try store.family() else { throw ToolError(.software, "the family just stored could not be read back") }
+            guard let fam = try store.family() else { throw StoreError(.inconsistent, path: store.path, detail: "the family just stored could not be read back") }
             let session = SyncSession(store: store, family: fam, me: me,
                                       peer: SessionPeer(device: welcome.owner, address: address.description, side: .client, joined: true,
                                                         newToFamily: !rejoining),
                                       channel: channel, options: options, clock: clock, observer: observer, verifier: verifier)
             do {
                 return try session.run()
-            } catch let e as ToolError {
-                throw ToolError(e.status, "joined family \(fam.id), but the first sync failed: \(e.message)")
+            } catch {
+                throw SyncError(.firstSyncFailed, family: fam.id, causes: [error])
             }
         }
-    }
-}
-
-/// How long a client waits before trying a busy peer again (docs/protocol.md
-/// §7.10): the longer of its own backoff (0.5 s, doubling to 8 s) and the
-/// server's `retryAfterMs` (heeded up to 60 s), never past the deadline.
-struct BusyBackoff {
-    private(set) var backoff = SyncLimits.busyRetryFirst
-
-    mutating func pause(retryAfter: TimeSpan, until giveUp: Deadline) -> TimeSpan {
-        let hint = min(max(retryAfter.milliseconds, 0), SyncLimits.busyRetryAfterCap.milliseconds)
-        let wait = max(backoff.milliseconds, hint)
-        backoff = TimeSpan(milliseconds: min(backoff.milliseconds * 2, SyncLimits.busyRetryCap.milliseconds))
-        return TimeSpan(milliseconds: min(wait, Int64(giveUp.remainingMilliseconds) + 1))
     }
 }

@@ -55,7 +55,7 @@ public final class SyncServer {
     /// What became of one accepted connection.
     public enum Outcome {
         /// A session ran (successfully or not).
-        case session(Result<SyncSummary, ToolError>)
+        case session(Result<SyncSummary, any Error>)
         /// The connection got a notice (refused, busy) or failed its handshake: no session.
         case notice
     }
@@ -73,18 +73,19 @@ public final class SyncServer {
     private func emit(_ name: String, _ fields: [(String, JSONValue)] = []) { observer?(SyncEvent(name, fields)) }
 
     /// Listens on `address` and serves until a stop is requested or, with
-    /// `once`, until the first session ends (whose status it then returns).
+    /// `once`, until the first session ends (whose outcome it then returns).
     /// `report` hears every session's outcome.
-    public func run(listen address: HostPort, once: Bool, report: (Result<SyncSummary, ToolError>) throws -> Void) throws -> ExitStatus {
+    @discardableResult
+    public func run(listen address: HostPort, once: Bool, report: (Result<SyncSummary, any Error>) throws -> Void) throws -> Result<SyncSummary, any Error>? {
         guard let fam = try store.family() else {
-            throw ToolError(.noInput, "this store belongs to no family yet: make an offer with 'pair-qr' (owner) or redeem one with 'peer-sync join'")
+            throw StoreError(.noFamily, path: store.path)
         }
         let listener: TCPSocket
         do { listener = try TCPSocket.listen(on: address, backlog: SyncLimits.listenBacklog) } catch let e as SocketError {
             if e.code == EADDRNOTAVAIL {
-                throw ToolError.usage("--listen: \(address.host) is not an address of this machine (see 'ip -brief address')")
+                throw SyncError(.notLocalAddress, peer: address.host)
             }
-            throw ToolError(.unavailable, "cannot listen on \(address): \(String(cString: strerror(e.code)))")
+            throw SyncError(.cannotListen, peer: address.description, detail: String(cString: strerror(e.code)))
         }
         let boundAddress = listener.localAddress() ?? address
         let bound = boundAddress.description
@@ -101,32 +102,25 @@ public final class SyncServer {
             gate.slot.release()
             guard case let .session(result) = result else { continue }
             try report(result)
-            if once {
-                switch result {
-                case .success: return .success
-                case let .failure(e): return e.status
-                }
-            }
+            if once { return result }
         }
-        if let e = acceptor.failure { throw ToolError(.ioError, "stopped accepting connections: \(e)") }
-        return .success
+        if let e = acceptor.failure { throw SyncError(.acceptFailed, detail: "\(e)") }
+        return nil
     }
 
     /// Runs the session of a peer whose handshake proved its key.
     func serveAuthenticated(_ peer: AuthenticatedPeer) -> Outcome {
-        do { return try serveSession(peer) } catch let e as ToolError {
-            return .session(.failure(e))
-        } catch let e as SQLiteError {
-            return .session(.failure(ToolError(.ioError, "store: \(e.description); session ended, cursors not moved")))
+        do { return try serveSession(peer) } catch let e as SQLiteError {
+            return .session(.failure(SyncError(.storeFailed, detail: e.description, outcome: .cursorsNotMoved)))
         } catch {
-            return .session(.failure(ToolError(.software, "\(error)")))
+            return .session(.failure(error))
         }
     }
 
     private func serveSession(_ peer: AuthenticatedPeer) throws -> Outcome {
         let from = peer.from
         let channel = FrameChannel(peer.connection)
-        guard let fam = try store.family() else { throw ToolError(.noInput, "this store no longer belongs to a family") }
+        guard let fam = try store.family() else { throw StoreError(.familyGone, path: store.path) }
         let me = try store.deviceID
         switch peer.decision {
         case let .sync(device, _):
@@ -147,13 +141,13 @@ public final class SyncServer {
                 }
             } catch let e as ProtocolError {
                 ServerGate.sendNotice(.error, .object([("message", .string(e.message))]), on: channel, deadline: Deadline(after: SyncLimits.closeTimeout))
-                return .session(.failure(ToolError(.dataError, "protocol error from a joining device at \(from): \(e.message)")))
+                return .session(.failure(SyncError(.protocolViolation, peer: "a joining device at \(from)", detail: e.message)))
             } catch let e as TLSError {
-                return .session(.failure(ToolError(.unavailable, "joining device at \(from) went away: \(e.description)")))
+                return .session(.failure(SyncError(.connectionLost, peer: "a joining device at \(from)", detail: e.description)))
             }
             channel.send(.welcome, json: admission.welcome.json)
             emit("joined", [("from", .string(from)), ("device", .string(admission.member))])
-            guard let joined = try store.family() else { throw ToolError(.software, "the family vanished during a join") }
+            guard let joined = try store.family() else { throw StoreError(.inconsistent, path: store.path, detail: "the family vanished during a join") }
             let session = SyncSession(store: store, family: joined, me: me,
                                       peer: SessionPeer(device: admission.member, address: nil, side: .server, joined: true,
                                                         newToFamily: !admission.readmitted),
@@ -165,13 +159,11 @@ public final class SyncServer {
         }
     }
 
-    private func runSession(_ s: SyncSession) -> Result<SyncSummary, ToolError> {
-        do { return .success(try s.run()) } catch let e as ToolError {
-            return .failure(e)
-        } catch let e as SQLiteError {
-            return .failure(ToolError(.ioError, "store: \(e.description); session ended, cursors not moved"))
+    private func runSession(_ s: SyncSession) -> Result<SyncSummary, any Error> {
+        do { return .success(try s.run()) } catch let e as SQLiteError {
+            return .failure(SyncError(.storeFailed, detail: e.description, outcome: .cursorsNotMoved))
         } catch {
-            return .failure(ToolError(.software, "\(error)"))
+            return .failure(error)
         }
     }
 }
@@ -199,7 +191,7 @@ final class SerializedObserver: @unchecked Sendable {
 /// The pre-authentication half of the server: accepting, handshakes,
 /// identity decisions, notices. Shared by the acceptor and the handshake
 /// threads: `reader` is used only under `readerLock`; the observer is
-/// serialized; the pool, slot and handoff are thread-safe.
+/// serialized; the pool, slot (BusyReply.swift) and handoff are thread-safe.
 final class ServerGate: @unchecked Sendable {
     let context: TLSContext
     let pool = PreAuthPool()
@@ -333,9 +325,7 @@ final class ServerGate: @unchecked Sendable {
         defer { pool.leave(entry) }
         if busy {
             emit("busy", [("from", .string(from))])
-            ServerGate.sendNotice(.busy, .object([("retryAfterMs", .int(SyncLimits.busyRetryHint.milliseconds)),
-                                                  ("message", .string("this device is syncing with another one"))]),
-                                  on: channel, deadline: noticeDeadline)
+            ServerGate.sendNotice(.busy, BusyReply.json(), on: channel, deadline: noticeDeadline)
             return
         }
         let r: RefusalMessage

@@ -117,9 +117,9 @@ final class SyncSession {
         summary = s
     }
 
-    /// Runs the session to the end of the DONE handshake. Throws a ToolError
-    /// whose status says how it ended otherwise (65 protocol error, 69 the
-    /// peer vanished or went silent); the store keeps whole applied batches only.
+    /// Runs the session to the end of the DONE handshake. Throws a `SyncError`
+    /// whose kind says how it ended otherwise (a protocol error, the peer
+    /// vanished or went silent); the store keeps whole applied batches only.
     func run() throws -> SyncSummary {
         // Checkpoints run beside the session; where they cannot, the session's
         // connection does them itself, less often than usual.
@@ -140,20 +140,20 @@ final class SyncSession {
             try? channel.drain(deadline: Deadline(after: SyncLimits.errorCloseTimeout))
             _ = channel.tls.shutdown(deadline: Deadline(after: SyncLimits.errorCloseTimeout))
             emit("ended", [("outcome", .string("protocol-error")), ("message", .string(e.message))])
-            throw ToolError(.dataError, "protocol error from \(peerName): \(e.message); session ended, cursors not moved")
+            throw SyncError(.protocolViolation, peer: peerName, detail: e.message, outcome: .cursorsNotMoved)
         } catch let e as PeerReportedError {
             _ = channel.tls.shutdown(deadline: Deadline(after: SyncLimits.errorCloseTimeout))
             emit("ended", [("outcome", .string("peer-error")), ("message", .string(e.message))])
-            throw ToolError(.dataError, "\(peerName) ended the session with a protocol error: \(e.message); cursors not moved")
+            throw SyncError(.peerReportedError, peer: peerName, detail: e.message, outcome: .cursorsNotMoved)
         } catch is SessionInterrupted {
             emit("ended", [("outcome", .string("interrupted"))])
-            throw ToolError(.tempFail, "interrupted; session with \(peerName) ended, cursors not moved")
+            throw SyncError(.interrupted, peer: peerName, outcome: .cursorsNotMoved)
         } catch let e as TLSError {
             emit("ended", [("outcome", .string("vanished"))])
-            throw ToolError(.unavailable, "connection to \(peerName) lost (\(e.description)); session ended, cursors not moved")
+            throw SyncError(.connectionLost, peer: peerName, detail: e.description, outcome: .cursorsNotMoved)
         } catch let e as SocketError {
             emit("ended", [("outcome", .string("vanished"))])
-            throw ToolError(.unavailable, "connection to \(peerName) lost (\(e.description)); session ended, cursors not moved")
+            throw SyncError(.connectionLost, peer: peerName, detail: e.description, outcome: .cursorsNotMoved)
         }
     }
 
@@ -322,7 +322,7 @@ final class SyncSession {
                 // The owner's own signed word: this device is out of the family.
                 try EntitlementExchange.dropToFree(store, now: t)
                 emit("revoked", [("device", .string(me)), ("revokedAt", .string(t.rfc3339))])
-                throw ToolError(.noPermission, "the family's owner revoked this device at \(t.rfc3339) (its signed roster says so); \(SyncClient.rejoinAdvice)")
+                throw SyncError(.revokedByRoster, detail: t.rfc3339)
             }
         case let .rejected(why)?:
             emit("warning", [("message", .string("roster from \(peerName) ignored: \(why)"))])

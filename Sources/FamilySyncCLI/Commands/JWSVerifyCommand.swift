@@ -140,7 +140,7 @@ public enum JWSVerifyCommand {
     private static func storePolicy(_ ctx: ToolContext, given: ProofPolicy?) throws -> ProofPolicy {
         if let given { return given }
         let store: Store
-        do { store = try ctx.store(create: false) } catch let e as ToolError where e.status == .noInput {
+        do { store = try ctx.store(create: false) } catch let e as StoreError where e.kind == .missing {
             throw ToolError.usage("no store at \(ctx.storePath) yet: give --bundle-id ID (and any --product ID) to set its settings with the first save")
         }
         guard let p = try store.proofPolicy() else {

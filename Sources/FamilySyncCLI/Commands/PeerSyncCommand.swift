@@ -335,7 +335,7 @@ public enum PeerSyncCommand {
             log.line("listening on \(bound)")
             if !ctx.args.flag(Option.noAdvertise) { responder = startResponder(ctx, store: store, listen: listen, port: bound.port, log: log) }
         }
-        let status = try server.run(listen: listen, once: ctx.args.flag(Option.once)) { result in
+        let last = try server.run(listen: listen, once: ctx.args.flag(Option.once)) { result in
             ctx.endProgress()
             log.session(result)
             switch result {
@@ -344,11 +344,12 @@ public enum PeerSyncCommand {
                 try ctx.out.flush()
                 ctx.log(SyncProgressView.sessionLine(summary.json))
             case let .failure(e):
-                ctx.warn(e.message)
+                ctx.warn(ctx.failure(e).message)
             }
         }
         ctx.endProgress()
-        return status
+        if case let .failure(e)? = last { return ctx.failure(e).status }
+        return .success
     }
 
     /// The DNS-SD responder for a listener on `listen`: nil on loopback (no
@@ -445,7 +446,7 @@ public enum PeerSyncCommand {
         guard timeout.milliseconds > 0, timeout <= TimeSpan.minutes(1) else { throw ToolError.usage("--timeout: give a duration from 1ms to 1m") }
         let store = try ctx.store()
         guard let fam = try store.family(), let key = try store.familySecret() else {
-            throw ToolError(.noInput, "this store belongs to no family yet: redeem an offer with 'peer-sync join' (or make one with 'pair-qr' on the owner's device)")
+            throw StoreError(.noFamily, path: store.path)
         }
         let devices = try store.devices()
         let me = try store.deviceID

@@ -43,7 +43,7 @@ final class ServiceLog: @unchecked Sendable {
     }
 
     /// One line for an ended session; a failed one is already on stderr as a warning.
-    func session(_ result: Result<SyncSummary, ToolError>) {
+    func session(_ result: Result<SyncSummary, any Error>) {
         defer { from = nil }
         guard case let .success(s) = result else { return }
         let seconds = String(format: "%.1f", Double(s.durationMilliseconds) / 1000)

@@ -32,18 +32,21 @@ public enum ImageLimits {
     }
 }
 
-/// Why an image could not be read. The message names the format and what
-/// was wrong; the caller adds the file name.
+/// Why an image could not be read (the message names the format and what
+/// was wrong; the caller adds the file name), or could not be made: an
+/// encoder that failed is a fault of this program, never of its input.
 public enum ImageError: Error, CustomStringConvertible, Sendable, Equatable {
     case unknownFormat(String)
     case corrupt(String)
     case truncated(String)
     case tooLarge(String)
     case empty
+    /// libpng, libjpeg or libqrencode could not make an image or a code.
+    case encodeFailed(String)
 
     public var description: String {
         switch self {
-        case let .unknownFormat(m), let .corrupt(m), let .truncated(m), let .tooLarge(m): return m
+        case let .unknownFormat(m), let .corrupt(m), let .truncated(m), let .tooLarge(m), let .encodeFailed(m): return m
         case .empty: return "empty file: no image data"
         }
     }

@@ -46,7 +46,7 @@ public enum ImageReader {
     }
 
     /// Reads a whole file ("-" is standard input), at most `ImageLimits.maxFileBytes`.
-    /// Errors are `ToolError`s with the exit status the file's problem deserves.
+    /// A file that cannot be read, or is too big, is a `FileError`.
     public static func readFile(_ path: String) throws -> [UInt8] {
         let fd: Int32
         let name = path == "-" ? "<stdin>" : path
@@ -57,15 +57,15 @@ public enum ImageReader {
             fd = open(path, O_RDONLY | O_CLOEXEC)
             guard fd >= 0 else {
                 let e = errno
-                throw ToolError(FileIO.openFailureStatus(e), "\(path): \(String(cString: strerror(e)))")
+                throw FileError(.cannotOpen, path: path, code: e)
             }
         }
         defer { if fd != 0 { close(fd) } }
         var st = stat()
         if fstat(fd, &st) == 0 {
-            if st.st_mode & S_IFMT == S_IFDIR { throw ToolError(.noInput, "\(name): is a directory") }
+            if st.st_mode & S_IFMT == S_IFDIR { throw FileError(.isDirectory, path: name) }
             if st.st_mode & S_IFMT == S_IFREG, Int(st.st_size) > ImageLimits.maxFileBytes {
-                throw ToolError(.dataError, "\(name): file is \(st.st_size) bytes; the limit is \(ImageLimits.maxFileBytes) bytes")
+                throw FileError(.tooLarge, path: name, limit: ImageLimits.maxFileBytes, size: Int(st.st_size))
             }
         }
         var out: [UInt8] = []
@@ -73,11 +73,11 @@ public enum ImageReader {
         while true {
             let n = chunk.withUnsafeMutableBytes { FileIO.read(fd, into: $0.baseAddress!, count: $0.count) }
             if n < 0 {
-                throw ToolError(.ioError, "\(name): read error: \(String(cString: strerror(errno)))")
+                throw FileError(.readFailed, path: name, code: errno)
             }
             if n == 0 { break }
             guard out.count + n <= ImageLimits.maxFileBytes else {
-                throw ToolError(.dataError, "\(name): more than \(ImageLimits.maxFileBytes) bytes; the limit for an image is \(ImageLimits.maxFileBytes) bytes")
+                throw FileError(.tooLarge, path: name, limit: ImageLimits.maxFileBytes)
             }
             out.append(contentsOf: chunk[0..<n])
         }

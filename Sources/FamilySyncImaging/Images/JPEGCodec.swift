@@ -47,7 +47,7 @@ public enum JPEGCodec {
         }
         defer { free(out) }
         guard rc == 0, let out else {
-            throw ToolError.internal("libjpeg could not encode: \(String(decoding: message.prefix(while: { $0 != 0 }).map { UInt8(bitPattern: $0) }, as: UTF8.self))")
+            throw ImageError.encodeFailed("libjpeg could not encode: \(String(decoding: message.prefix(while: { $0 != 0 }).map { UInt8(bitPattern: $0) }, as: UTF8.self))")
         }
         return Array(UnsafeBufferPointer(start: out, count: Int(size)))
     }

@@ -42,14 +42,14 @@ public enum PNGCodec {
         guard probe != 0, size > 0 else {
             let m = message(image)
             png_image_free(&image)
-            throw ToolError.internal("libpng could not encode the image: \(m)")
+            throw ImageError.encodeFailed("libpng could not encode the image: \(m)")
         }
         var out = [UInt8](repeating: 0, count: size)
         let ok = out.withUnsafeMutableBytes { o in
             gray.pixels.withUnsafeBytes { png_image_write_to_memory(&image, o.baseAddress, &size, 0, $0.baseAddress, Int32(gray.width), nil) }
         }
         defer { png_image_free(&image) }
-        guard ok != 0 else { throw ToolError.internal("libpng could not encode the image: \(message(image))") }
+        guard ok != 0 else { throw ImageError.encodeFailed("libpng could not encode the image: \(message(image))") }
         return Array(out.prefix(size))
     }
 

@@ -44,17 +44,17 @@ public struct QRCode: Sendable, Equatable {
 
     /// Encodes text in alphanumeric mode only (a pairing offer).
     public static func encode(alphanumeric text: String, level: Level) throws -> QRCode {
-        guard isAlphanumeric(text) else { throw ToolError.internal("text is not QR alphanumeric") }
+        guard isAlphanumeric(text) else { throw ImageError.encodeFailed("text is not QR alphanumeric") }
         return try encode(segments: [.alphanumeric(text)], level: level)
     }
 
     /// Encodes segments in the order given, in the smallest version that holds them.
     public static func encode(segments: [Segment], level: Level) throws -> QRCode {
-        guard let input = QRinput_new2(0, level.c) else { throw ToolError.internal("libqrencode: out of memory") }
+        guard let input = QRinput_new2(0, level.c) else { throw ImageError.encodeFailed("libqrencode: out of memory") }
         defer { QRinput_free(input) }
         try fill(input, segments)
         guard let code = QRcode_encodeInput(input) else {
-            throw ToolError.internal("libqrencode could not encode: \(String(cString: strerror(errno)))")
+            throw ImageError.encodeFailed("libqrencode could not encode: \(String(cString: strerror(errno)))")
         }
         defer { QRcode_free(code) }
         let n = Int(code.pointee.width)
@@ -66,11 +66,11 @@ public struct QRCode: Sendable, Equatable {
     /// `parts`, each headed by its index, the total and the parity (by
     /// default the XOR of all the data, as the standard computes it).
     public static func encodeSequence(parts: [[Segment]], level: Level, parity: UInt8? = nil) throws -> [QRCode] {
-        guard (2...16).contains(parts.count) else { throw ToolError.internal("a structured-append sequence has 2 to 16 symbols") }
-        guard let seq = QRinput_Struct_new() else { throw ToolError.internal("libqrencode: out of memory") }
+        guard (2...16).contains(parts.count) else { throw ImageError.encodeFailed("a structured-append sequence has 2 to 16 symbols") }
+        guard let seq = QRinput_Struct_new() else { throw ImageError.encodeFailed("libqrencode: out of memory") }
         defer { QRinput_Struct_free(seq) }
         for segments in parts {
-            guard let input = QRinput_new2(0, level.c) else { throw ToolError.internal("libqrencode: out of memory") }
+            guard let input = QRinput_new2(0, level.c) else { throw ImageError.encodeFailed("libqrencode: out of memory") }
             do {
                 try fill(input, segments)
             } catch {
@@ -80,18 +80,18 @@ public struct QRCode: Sendable, Equatable {
             // Appended, the input belongs to the sequence.
             guard QRinput_Struct_appendInput(seq, input) > 0 else {
                 QRinput_free(input)
-                throw ToolError.internal("libqrencode refused a part: \(String(cString: strerror(errno)))")
+                throw ImageError.encodeFailed("libqrencode refused a part: \(String(cString: strerror(errno)))")
             }
         }
         if let parity { QRinput_Struct_setParity(seq, parity) }
         guard QRinput_Struct_insertStructuredAppendHeaders(seq) == 0, let list = QRcode_encodeInputStructured(seq) else {
-            throw ToolError.internal("libqrencode could not encode the sequence: \(String(cString: strerror(errno)))")
+            throw ImageError.encodeFailed("libqrencode could not encode the sequence: \(String(cString: strerror(errno)))")
         }
         defer { QRcode_List_free(list) }
         var out: [QRCode] = []
         var entry: UnsafeMutablePointer<QRcode_List>? = list
         while let e = entry {
-            guard let code = e.pointee.code else { throw ToolError.internal("libqrencode returned an empty part") }
+            guard let code = e.pointee.code else { throw ImageError.encodeFailed("libqrencode returned an empty part") }
             let n = Int(code.pointee.width)
             let data = UnsafeBufferPointer(start: code.pointee.data, count: n * n)
             out.append(QRCode(version: Int(code.pointee.version), size: n, modules: data.map { $0 & 1 == 1 }))
@@ -110,7 +110,7 @@ public struct QRCode: Sendable, Equatable {
             case let .kanji(b): rc = append(input, QR_MODE_KANJI, b)
             case let .eci(n): rc = QRinput_appendECIheader(input, n)
             }
-            guard rc == 0 else { throw ToolError.internal("libqrencode refused a \(s) segment: \(String(cString: strerror(errno)))") }
+            guard rc == 0 else { throw ImageError.encodeFailed("libqrencode refused a \(s) segment: \(String(cString: strerror(errno)))") }
         }
     }
 

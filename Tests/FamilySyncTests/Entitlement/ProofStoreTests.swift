@@ -34,7 +34,8 @@ import Testing
     func unreadableSettingsAreErrors(key: String, value: String) throws {
         try store.setProofPolicy(TokenBuilder.policy)
         try store.setSetting(key, value)
-        #expect(throws: ToolError.self) { try store.proofPolicy() }
+        let e = #expect(throws: StoreError.self) { try store.proofPolicy() }
+        #expect(e?.kind == .badSetting && e?.other == key)
     }
 
     @Test func savedProofEntitlesUntilItExpires() throws {
@@ -108,11 +109,12 @@ import Testing
 
     @Test func proofsWithoutSettingsAreAnError() throws {
         let v = try pki.verifier()
-        #expect(throws: ToolError.self) { try store.saveProof(token(), source: "local", verifier: v, now: TestPKI.now) }
+        let none = #expect(throws: ProofError.self) { try store.saveProof(token(), source: "local", verifier: v, now: TestPKI.now) }
+        #expect(none?.kind == .noPolicy)
         try store.saveProof(token(), source: "local", verifier: v, now: TestPKI.now, policy: TokenBuilder.policy)
         try store.setSetting("bundle_id", nil)
-        let e = #expect(throws: ToolError.self) { try store.entitlement(verifier: v, now: TestPKI.now) }
-        #expect(e?.status == .dataError)
+        let e = #expect(throws: ProofError.self) { try store.entitlement(verifier: v, now: TestPKI.now) }
+        #expect(e?.kind == .noPolicy && e?.path == store.path)
         #expect(try store.entitlement(verifier: v, now: TestPKI.now, policy: TokenBuilder.policy).entitled)
     }
 
@@ -121,15 +123,16 @@ import Testing
         let v = try pki.verifier()
         try store.saveProof(token(), source: "local", verifier: v, now: TestPKI.now)
         try store.db.run("INSERT INTO proofs (jws, source, saved_at, signed_at) VALUES ('not a token', 'local', 0, 1)")
-        let e = #expect(throws: ToolError.self) { try store.entitlement(verifier: v, now: TestPKI.now) }
-        #expect(e?.status == .dataError)
-        #expect(e?.message.contains("cannot be read") == true)
+        let e = #expect(throws: ProofError.self) { try store.entitlement(verifier: v, now: TestPKI.now) }
+        #expect(e?.kind == .keptProofUnreadable)
+        #expect(e?.description.contains("cannot be read") == true)
     }
 
     @Test func onlyTransactionsAreKept() throws {
         let renewal = ProofVerifierTests.token(pki, payload: .object([("environment", .string("Production")), ("signedDate", .int(TestPKI.signedDate.milliseconds))]))
         let proof = try #require(try pki.verifier().verify(renewal, as: .renewalInfo, policy: TokenBuilder.policy, now: TestPKI.now).proof)
-        #expect(throws: ToolError.self) { try store.keepProof(proof, source: "local", now: TestPKI.now) }
+        let e = #expect(throws: ProofError.self) { try store.keepProof(proof, source: "local", now: TestPKI.now) }
+        #expect(e?.kind == .notATransaction)
         #expect(try store.keptProofs().isEmpty)
     }
 }

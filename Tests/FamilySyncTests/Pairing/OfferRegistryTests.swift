@@ -61,9 +61,9 @@ import Testing
         do {
             _ = try t.store.makeOffer(ttl: .minutes(10), address: nil, now: OfferRegistryTests.now)
             Issue.record("a member made an offer")
-        } catch let e as ToolError {
-            #expect(e.status == .noPermission)
-            #expect(e.message.contains("member"))
+        } catch let e as PairingError {
+            #expect(e.kind == .notOwner)
+            #expect(e.description.contains("member"))
         }
         #expect(try t.store.db.scalarInt("SELECT count(*) FROM offers") == 0)
     }

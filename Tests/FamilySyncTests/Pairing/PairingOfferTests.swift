@@ -84,10 +84,11 @@ import Testing
 
     @Test func badAddressesAreRefusedWhenMaking() {
         for a in ["nohost", ":80", "host:0", "host:65536", "hö st:80", "a/b:80"] {
-            #expect(throws: ToolError.self) { try PairingOffer.make(family: PairingOfferTests.family, ttl: .minutes(1), address: a, now: PairingOfferTests.now) }
+            #expect(throws: PairingError.self) { try PairingOffer.make(family: PairingOfferTests.family, ttl: .minutes(1), address: a, now: PairingOfferTests.now) }
         }
-        #expect(throws: ToolError.self) {
+        let long = #expect(throws: PairingError.self) {
             try PairingOffer.make(family: PairingOfferTests.family, ttl: .minutes(1), address: String(repeating: "a", count: 30) + ".example:1", now: PairingOfferTests.now)
         }
+        #expect(long?.kind == .addressTooLong)
     }
 }

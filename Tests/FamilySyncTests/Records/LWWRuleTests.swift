@@ -135,13 +135,13 @@ import Testing
     @Test func badLineNamesFileLineAndField() throws {
         let good = RT.line("a", Self.a, "D")
         let bad = #"{"id":"b","type":"t","modifiedAt":"2026-11-30T10:00:00Z","deviceId":"D","deleted":"yes"}"#
-        let remote = try #require(throws: ToolError.self) { try RT.merge(good, good + "\n\n" + bad) }
-        #expect(remote.status == .dataError)
-        #expect(remote.message == "REMOTE:3: deleted: not true or false")
+        let remote = try #require(throws: RecordLineError.self) { try RT.merge(good, good + "\n\n" + bad) }
+        #expect(remote.file == "REMOTE" && remote.line == 3 && remote.problem.field == "deleted")
+        #expect(remote.description == "REMOTE:3: deleted: not true or false")
         // Both inputs bad: the first in input order (LOCAL) is the one reported.
-        let local = try #require(throws: ToolError.self) { try RT.merge(bad, "also bad") }
-        #expect(local.status == .dataError)
-        #expect(local.message == "LOCAL:1: deleted: not true or false")
+        let local = try #require(throws: RecordLineError.self) { try RT.merge(bad, "also bad") }
+        #expect(local.file == "LOCAL" && local.line == 1)
+        #expect(local.description == "LOCAL:1: deleted: not true or false")
     }
 }
 

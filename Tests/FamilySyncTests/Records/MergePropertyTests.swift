@@ -120,11 +120,11 @@ import Testing
         lines[77] = #"{"id":"x","type":"t","modifiedAt":"2026-11-30T10:00:00Z","deviceId":"D","deleted":1}"#
         lines[90] = "also bad"
         func message(_ body: () throws -> String) -> String? {
-            do { _ = try body(); return nil } catch let e as ToolError { return "\(e.status.rawValue) \(e.message)" } catch { return "\(error)" }
+            do { _ = try body(); return nil } catch let e as RecordLineError { return "\(e.kind) \(e)" } catch { return "\(error)" }
         }
-        #expect(message { try Self.merge("", lines.joined(separator: "\n"), chunkBytes: chunkBytes) } == "65 R:78: deleted: not true or false")
+        #expect(message { try Self.merge("", lines.joined(separator: "\n"), chunkBytes: chunkBytes) } == "line R:78: deleted: not true or false")
         // A bad LOCAL line is reported before any REMOTE one.
-        #expect(message { try Self.merge("\n\nnope", lines.joined(separator: "\n"), chunkBytes: chunkBytes) } == "65 L:3: not JSON: invalid literal at byte 1")
+        #expect(message { try Self.merge("\n\nnope", lines.joined(separator: "\n"), chunkBytes: chunkBytes) } == "line L:3: not JSON: invalid literal at byte 1")
     }
 
     @Test func longSharedPrefixesSortByFullId() throws {

@@ -50,9 +50,9 @@ import Testing
         do {
             _ = try RT.apply(store, input)
             Issue.record("a bad line was accepted")
-        } catch let e as ToolError {
-            #expect(e.status == .dataError)
-            #expect(e.message.hasSuffix(".ndjson:" + expected), "\(e.message)")
+        } catch let e as RecordLineError {
+            #expect(e.kind == .line)
+            #expect(e.description.hasSuffix(".ndjson:" + expected), "\(e)")
         }
         #expect(try store.recordStateDigest() == digest)
         #expect(try store.currentChangeSeq == seq)

@@ -35,9 +35,9 @@ import CSQLite
         do {
             _ = try Store(path: p)
             Issue.record("store at \(p) was not refused")
-        } catch let e as ToolError {
-            #expect(e.status == .dataError)
-            #expect(e.message.contains(text), "\(e.message)")
+        } catch let e as StoreError {
+            #expect(e.kind == .notAStore || e.kind == .newerVersion)
+            #expect(e.description.contains(text), "\(e)")
         }
         let after = try Data(contentsOf: URL(fileURLWithPath: p))
         #expect(before == after)
@@ -76,7 +76,8 @@ import CSQLite
 
     @Test func refusesDirectory() throws {
         let d = TempFolder("fs-store")
-        #expect(throws: ToolError.self) { try Store(path: d.path) }
+        let e = #expect(throws: StoreError.self) { try Store(path: d.path) }
+        #expect(e?.kind == .notAStore)
     }
 
     @Test func emptyFileBecomesStore() throws {

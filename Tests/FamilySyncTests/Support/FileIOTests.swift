@@ -3,12 +3,10 @@ import Testing
 @testable import FamilySync
 
 @Suite struct FileIOTests {
-    @Test func openFailuresMapToTheDocumentedStatus() {
-        #expect(FileIO.openFailureStatus(ENOENT) == .noInput)
-        #expect(FileIO.openFailureStatus(ENOTDIR) == .noInput)
-        #expect(FileIO.openFailureStatus(EACCES) == .noInput)
-        #expect(FileIO.openFailureStatus(EIO) == .ioError)
-        #expect(FileIO.openFailureStatus(EMFILE) == .ioError)
+    @Test func openFailuresSayWhetherTheInputIsMissing() {
+        for code in [ENOENT, ENOTDIR, EACCES] { #expect(FileError(.cannotOpen, path: "f", code: code).isMissingInput) }
+        for code in [EIO, EMFILE] { #expect(!FileError(.cannotOpen, path: "f", code: code).isMissingInput) }
+        #expect(!FileError(.readFailed, path: "f", code: ENOENT).isMissingInput)
     }
 
     /// More than a pipe holds at once, so the writer sees short writes and

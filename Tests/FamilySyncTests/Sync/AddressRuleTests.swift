@@ -20,15 +20,17 @@ import Testing
     @Test(arguments: ["", "host", "host:", ":80", "host:0x50", "host:65536", "host:-1", "host:+80", "host: 80", "host:123456"])
     func notHostPort(text: String) {
         #expect(throws: HostPort.Problem.notHostPort) { try HostPort(validating: text) }
-        #expect(throws: ToolError.self) { try PairingOffer.validateAddress(text) }
+        let e = #expect(throws: PairingError.self) { try PairingOffer.validateAddress(text) }
+        #expect(e?.kind == .addressNotHostPort && e?.source == text)
     }
 
     @Test(arguments: ["a b:1", "host_name.local:80", "[owner.local]:80", "fe80::zz:80", "[]:80", "ho%st:1", "h\u{e9}te:1",
                       "fe80::1%:80", "fe80::1%eth 0:80", "fe80::1%aaaaaaaaaaaaaaaa:80", "fe80::1%eth0%x:80", "fe80::1%et/h:80"])
     func badHosts(text: String) throws {
         #expect(throws: HostPort.Problem.badHost) { try HostPort(validating: text) }
-        let e = try #require(throws: ToolError.self) { try PairingOffer.validateAddress(text) }
-        #expect(e.message.contains("cannot carry"))
+        let e = try #require(throws: PairingError.self) { try PairingOffer.validateAddress(text) }
+        #expect(e.kind == .addressBadCharacters)
+        #expect(e.description.contains("cannot carry"))
     }
 
     @Test func hostLengthIsBounded() throws {
@@ -41,7 +43,8 @@ import Testing
     @Test func portZeroListensButCannotBeReached() throws {
         let a = try HostPort(validating: "127.0.0.1:0")
         #expect(!a.isConnectable)
-        #expect(throws: ToolError.self) { try PairingOffer.validateAddress("127.0.0.1:0") }
+        let e = #expect(throws: PairingError.self) { try PairingOffer.validateAddress("127.0.0.1:0") }
+        #expect(e?.kind == .addressNotHostPort)
         #expect(throws: (any Error).self) { try PairingOffer(text: "FS1/00000000-0000-0000-0000-000000000000/\(String(repeating: "A", count: 32))/4102444800/127.0.0.1:0") }
     }
 

@@ -69,7 +69,7 @@ import Testing
         #expect(try OfferInput.parse(text + "\n", source: "x").nonce == "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567")
         #expect(try OfferInput.parse("{\"qr\":\"\(text)\"}\n", source: "x").address == "127.0.0.1:7433")
         for bad in ["", "\n\n", "{\"nonce\":1}", "{not json", "FS2/x", String(repeating: "A", count: OfferInput.maxBytes + 1)] {
-            #expect(throws: ToolError.self) { try OfferInput.parse(bad, source: "x") }
+            #expect(throws: PairingError.self) { try OfferInput.parse(bad, source: "x") }
         }
     }
 }

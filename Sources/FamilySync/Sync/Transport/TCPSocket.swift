@@ -162,7 +162,7 @@ public final class TCPSocket {
         var res: UnsafeMutablePointer<addrinfo>?
         let rc = getaddrinfo(target.host, String(target.port), &hints, &res)
         guard rc == 0, let res else {
-            throw ToolError(.unavailable, "cannot resolve \(target.host): \(String(cString: gai_strerror(rc)))")
+            throw SyncError(.cannotResolve, peer: target.host, detail: String(cString: gai_strerror(rc)))
         }
         return res
     }

@@ -1,0 +1,163 @@
+/// A sync, join or serve that did not complete: what happened, with whom
+/// (`peer`: an address, or a device), and what it left behind (`outcome`).
+/// `causes` holds the failures behind a summary ("no known peer could sync")
+/// or behind a failed first sync after a join.
+public struct SyncError: Error, CustomStringConvertible, Sendable {
+    public enum Kind: Sendable, Equatable {
+        /// The peer broke the protocol (`detail`: how).
+        case protocolViolation
+        /// The peer ended with ERROR: its complaint about us (`detail`).
+        case peerReportedError
+        /// A stop was requested while the session ran.
+        case interrupted
+        /// The connection failed under the session (`detail`: the TLS error).
+        case connectionLost
+        /// Nobody listens at `peer`.
+        case noPeer
+        /// `peer` closed before answering the join.
+        case closedBeforeAnswer
+        /// `peer` refused the TLS key without a notice (`detail`: how it ended).
+        case keyRejectedSilently
+        case handshakeTimeout
+        /// The TLS handshake failed (`detail`: OpenSSL's reason).
+        case handshakeFailed
+        /// `peer` stayed busy until the wait ran out (`detail`: the wait and the tries).
+        case busy
+        /// `peer` refused (`reason`, `detail`: its message).
+        case refused
+        /// `peer` refused because the owner revoked this device; it dropped to free.
+        case refusedRevoked
+        /// `peer` does not accept this device's key.
+        case keyNotAccepted
+        /// This device was revoked from `family` at `detail` (the store says so).
+        case revoked
+        /// The family's signed roster says this device was revoked at `detail`.
+        case revokedByRoster
+        /// The family has no other device to sync with.
+        case noOtherDevice
+        /// `peer` (a device) is not a current member.
+        case notAMember
+        /// Every known peer was tried (`causes`); `detail` is "busy" when all were busy.
+        case noPeerCouldSync
+        /// The joined family (`family`)'s first sync failed (`causes`).
+        case firstSyncFailed
+        /// The WELCOME names family `detail`, not the offer's `family`.
+        case wrongFamily
+        /// `peer` (a host name) does not resolve (`detail`).
+        case cannotResolve
+        /// Nobody answered for the `.local` name `peer` (`detail`: where and how long it was asked).
+        case localNameUnanswered
+        /// Discovery found no `peer` (what was looked for) in `detail` seconds: the
+        /// last known addresses failed (`causes`), and `notes` says what else was tried.
+        case nobodyAnswered
+        /// `peer` is a host that is not an address of this machine, to listen on.
+        case notLocalAddress
+        /// Listening on `peer` failed (`detail`).
+        case cannotListen
+        /// The listener stopped accepting connections (`detail`).
+        case acceptFailed
+        /// The store failed during a session (`detail`).
+        case storeFailed
+        /// A fault of this program (`detail`).
+        case inconsistent
+    }
+
+    /// What the failure left of the session's work.
+    public enum Outcome: Sendable, Equatable {
+        case unsaid
+        /// The session ended; the cursors did not move, so the next one resends.
+        case cursorsNotMoved
+        /// A join that stored nothing.
+        case nothingStored
+    }
+
+    public var kind: Kind
+    public var peer: String
+    public var detail: String
+    public var reason: String?
+    public var family: String?
+    public var outcome: Outcome
+    public var causes: [any Error]
+    public var notes: [String]
+
+    public init(_ kind: Kind, peer: String = "", detail: String = "", reason: String? = nil, family: String? = nil,
+                outcome: Outcome = .unsaid, causes: [any Error] = [], notes: [String] = []) {
+        self.kind = kind
+        self.peer = peer
+        self.detail = detail
+        self.reason = reason
+        self.family = family
+        self.outcome = outcome
+        self.causes = causes
+        self.notes = notes
+    }
+
+    /// The peer could not be reached or did not answer (so another may be tried).
+    public var isUnreachable: Bool {
+        switch kind {
+        case .connectionLost, .noPeer, .closedBeforeAnswer, .keyRejectedSilently, .handshakeTimeout, .handshakeFailed,
+             .cannotResolve, .localNameUnanswered, .nobodyAnswered, .cannotListen:
+            return true
+        case .noPeerCouldSync: return detail != "busy"
+        default: return false
+        }
+    }
+
+    /// The peer is there but cannot take this device now (so retry later).
+    public var isBusy: Bool {
+        kind == .busy || kind == .interrupted || (kind == .noPeerCouldSync && detail == "busy")
+    }
+
+    /// The words for the failure itself, without what it left behind.
+    public var what: String { words { "\($0)" } }
+
+    /// The same, with each cause told by `tell` (the tools tell them with their hints).
+    public func words(telling tell: (any Error) -> String) -> String {
+        switch kind {
+        case .protocolViolation: return "protocol error from \(peer): \(detail)"
+        case .peerReportedError: return "\(peer) reported a protocol error: \(detail)"
+        case .interrupted: return "interrupted; session with \(peer) ended"
+        case .connectionLost: return "connection to \(peer) lost (\(detail))"
+        case .noPeer: return "no peer at \(peer)"
+        case .closedBeforeAnswer: return "\(peer) closed the connection before answering the join"
+        case .keyRejectedSilently: return "\(peer) did not accept this device's key and \(detail)"
+        case .handshakeTimeout: return "no answer from \(peer) during the TLS handshake"
+        case .handshakeFailed: return "TLS handshake with \(peer) failed: \(detail) (is a family-sync peer listening there?)"
+        case .busy: return "\(peer) is busy syncing with another device; gave up after \(detail)"
+        case .refused: return "refused by \(peer): \(detail) (\(reason ?? ""))"
+        case .refusedRevoked: return "refused by \(peer): \(detail) (revoked); this device drops to free"
+        case .keyNotAccepted: return "refused by \(peer): it does not accept this device's key (a wrong family secret, or a key from before a revocation)"
+        case .revoked: return "this device was revoked from family \(family ?? "") at \(detail); it syncs no more"
+        case .revokedByRoster: return "the family's owner revoked this device at \(detail) (its signed roster says so)"
+        case .noOtherDevice: return "this family has no other device yet: pair one first"
+        case .notAMember: return "device \(peer) is not a current member of this family"
+        case .noPeerCouldSync: return "no known peer could sync: " + causes.map(tell).joined(separator: "; ")
+        case .firstSyncFailed: return "joined family \(family ?? ""), but the first sync failed: \(causes.first.map(tell) ?? "")"
+        case .wrongFamily: return "protocol error from \(peer): WELCOME names family \(detail), not the offer's \(family ?? "")"
+        case .cannotResolve: return "cannot resolve \(peer): \(detail)"
+        case .localNameUnanswered: return "nobody answered for \(peer) \(detail)"
+        case .nobodyAnswered:
+            var tried = notes
+            if !causes.isEmpty {
+                tried.insert("the last known address\(causes.count > 1 ? "es" : "") (\(causes.map(tell).joined(separator: "; ")))", at: 0)
+            }
+            return "no \(peer) answered after \(detail) s: tried \(tried.joined(separator: "; and "))"
+        case .notLocalAddress: return "\(peer) is not an address of this machine"
+        case .cannotListen: return "cannot listen on \(peer): \(detail)"
+        case .acceptFailed: return "stopped accepting connections: \(detail)"
+        case .storeFailed: return "store: \(detail)"
+        case .inconsistent: return detail
+        }
+    }
+
+    public var description: String { withOutcome(what) }
+
+    /// `words` (this failure told one way or another) followed by what it left behind.
+    public func withOutcome(_ words: String) -> String {
+        switch outcome {
+        case .unsaid: return words
+        case .cursorsNotMoved: return kind == .interrupted ? "\(words), cursors not moved" : "\(words); session ended, cursors not moved"
+        case .nothingStored: return "\(words); nothing was stored"
+        }
+    }
+}
