@@ -29,9 +29,11 @@ for t in "${targets[@]}"; do
     log="Fuzzing/out/$t.log"
     seeds=("Fuzzing/Corpus/$t")
     [ -d "Fuzzing/Regressions/$t" ] && seeds+=("Fuzzing/Regressions/$t")
-    # Leaks are findings (LeakSanitizer runs after any input that allocated more than it freed).
+    # Leaks are findings (LeakSanitizer runs after any input that allocated more
+    # than it freed), except the toolchain's own, listed once for the tests too.
     # The Swift runtime's backtracer would catch a trap before libFuzzer does.
-    FUZZ_TARGET="$t" SWIFT_BACKTRACE=enable=no ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1}" nice -n "$nice_level" "$bin" \
+    FUZZ_TARGET="$t" SWIFT_BACKTRACE=enable=no ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1}" \
+        LSAN_OPTIONS="suppressions=$PWD/scripts/sanitizers/lsan.supp:print_suppressions=0" nice -n "$nice_level" "$bin" \
         -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -malloc_limit_mb=2048 \
         -print_final_stats=1 -artifact_prefix="Fuzzing/out/$t/" ${FUZZ_ARGS:-} \
         "$work" "${seeds[@]}" > "$log" 2>&1

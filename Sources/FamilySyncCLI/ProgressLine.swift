@@ -75,6 +75,7 @@ final class ProgressLine {
         s.withUTF8 { b in
             var off = 0
             while off < b.count {
+                // Never nil: the loop runs only while the text has bytes.
                 let n = Foundation.write(fd, b.baseAddress! + off, b.count - off)
                 if n < 0 { if errno == EINTR { continue }; return }
                 off += n

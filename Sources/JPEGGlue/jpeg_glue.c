@@ -131,6 +131,8 @@ struct fs_jpeg_dest {
     unsigned char *buffer;
     size_t capacity;
     size_t size;
+    /* The most the output may grow to; 0: no cap. */
+    size_t max_output;
 };
 
 static void fs_jpeg_dest_init(j_compress_ptr cinfo) {
@@ -145,6 +147,13 @@ static void fs_jpeg_dest_init(j_compress_ptr cinfo) {
 static boolean fs_jpeg_dest_grow(j_compress_ptr cinfo) {
     struct fs_jpeg_dest *dest = (struct fs_jpeg_dest *)cinfo->dest;
     size_t grown = dest->capacity * 2;
+    if (dest->max_output > 0 && grown > dest->max_output) {
+        /* Fails like any libjpeg error: a longjmp to the encode's setjmp,
+           with the buffer (grown already, perhaps) still the caller's. */
+        struct fs_jpeg_error *err = (struct fs_jpeg_error *)cinfo->err;
+        snprintf(err->message, sizeof err->message, "the JPEG would be larger than %zu bytes", dest->max_output);
+        longjmp(err->jump, 1);
+    }
     unsigned char *b = (unsigned char *)realloc(dest->buffer, grown);
     if (!b) ERREXIT1(cinfo, JERR_OUT_OF_MEMORY, 1);
     dest->buffer = b;
@@ -196,10 +205,11 @@ static int fs_jpeg_encode_guarded(struct fs_jpeg_dest *dest, const unsigned char
 }
 
 int fs_jpeg_encode(const unsigned char *pixels, int width, int height, int components,
-                   int quality, int progressive, unsigned char **out, unsigned long *out_size,
-                   char *message, size_t message_size) {
+                   int quality, int progressive, unsigned long max_output, unsigned char **out,
+                   unsigned long *out_size, char *message, size_t message_size) {
     struct fs_jpeg_dest dest;
     memset(&dest, 0, sizeof dest);
+    dest.max_output = (size_t)max_output;
     dest.pub.init_destination = fs_jpeg_dest_init;
     dest.pub.empty_output_buffer = fs_jpeg_dest_grow;
     dest.pub.term_destination = fs_jpeg_dest_term;

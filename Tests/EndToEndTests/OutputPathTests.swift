@@ -168,7 +168,11 @@ import FamilySync
         let fifo = d.file("why.fifo")
         #expect(mkfifo(fifo, 0o600) == 0)
         nonisolated(unsafe) var got = ""
+        // The reader signals when `got` is written: polling Thread.isFinished
+        // orders nothing, and ThreadSanitizer rightly calls the read a race.
+        let done = DispatchSemaphore(value: 0)
         let reader = Thread {
+            defer { done.signal() }
             let fd = open(fifo, O_RDONLY)
             var buf = [UInt8](repeating: 0, count: 1 << 16), all: [UInt8] = []
             while fd >= 0 {
@@ -182,8 +186,7 @@ import FamilySync
         reader.start()
         let r = try Tools.run("merge-records", ["--now", Self.now, "--explain-file", fifo, a, b], timeout: 20)
         #expect(r.status == 0, "\(r.err)")
-        let deadline = Date().addingTimeInterval(10)
-        while !reader.isFinished && Date() < deadline { usleep(10_000) }
+        #expect(done.wait(timeout: .now() + 10) == .success, "the FIFO's reader did not finish")
         #expect(got.contains(#""winner":"remote""#), "\(got)")
         #expect(Self.kind(fifo) == S_IFIFO)
     }

@@ -5,6 +5,7 @@ public struct SHA256: ~Copyable {
     private let ctx: OpaquePointer
 
     public init() {
+        // OpenSSL returns nil only when out of memory, which stops the tool as Swift's own allocations do.
         ctx = EVP_MD_CTX_new()!
         EVP_DigestInit_ex(ctx, EVP_sha256(), nil)
     }

@@ -30,8 +30,10 @@ public enum ECCurve: String, Sendable, CaseIterable, CustomStringConvertible {
 
     public var description: String { rawValue }
 
+    // The curve orders are hex literals that always decode.
     private static let p256Order: [UInt8] = Hex.decode("ffffffff00000000ffffffffffffffffbce6faada7179e84f3b9cac2fc632551")!
     private static let p384Order: [UInt8] = Hex.decode(
+        // (a literal that always decodes, as above)
         "ffffffffffffffffffffffffffffffffffffffffffffffffc7634d81f4372ddf581a0db248b0a77aecec196accc52973")!
 }
 

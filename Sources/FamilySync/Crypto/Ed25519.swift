@@ -9,11 +9,11 @@ public enum Ed25519 {
     public static let keyBytes = 32
     public static let signatureBytes = 64
 
-    /// A fresh private key (its 32-byte seed).
-    public static func generatePrivateKey() throws -> [UInt8] { try secureRandomBytes(keyBytes) }
+    /// A fresh private key (its 32-byte seed), drawn straight into its owner.
+    public static func generatePrivateKey() throws -> SecretBytes { try SecretBytes.random(count: keyBytes) }
 
     /// The public key of a private key.
-    public static func publicKey(privateKey: [UInt8]) throws -> [UInt8] {
+    public static func publicKey(privateKey: SecretBytes) throws -> [UInt8] {
         let pkey = try load(privateKey: privateKey)
         defer { EVP_PKEY_free(pkey) }
         var out = [UInt8](repeating: 0, count: keyBytes)
@@ -22,7 +22,7 @@ public enum Ed25519 {
         return out
     }
 
-    public static func sign(_ message: [UInt8], privateKey: [UInt8]) throws -> [UInt8] {
+    public static func sign(_ message: [UInt8], privateKey: SecretBytes) throws -> [UInt8] {
         let pkey = try load(privateKey: privateKey)
         defer { EVP_PKEY_free(pkey) }
         guard let md = EVP_MD_CTX_new() else { throw OpenSSLError("EVP_MD_CTX_new") }
@@ -52,8 +52,13 @@ public enum Ed25519 {
         return rc == 1
     }
 
-    private static func load(privateKey: [UInt8]) throws -> OpaquePointer {
-        guard privateKey.count == keyBytes, let p = EVP_PKEY_new_raw_private_key(EVP_PKEY_ED25519, nil, privateKey, keyBytes) else {
+    /// OpenSSL copies the seed into its own key object, which EVP_PKEY_free
+    /// clears; the seed is read from its owner in place.
+    private static func load(privateKey: SecretBytes) throws -> OpaquePointer {
+        let key = privateKey.withUnsafeBytes { seed in
+            seed.count == keyBytes ? EVP_PKEY_new_raw_private_key(EVP_PKEY_ED25519, nil, seed.baseAddress?.assumingMemoryBound(to: UInt8.self), keyBytes) : nil
+        }
+        guard let p = key else {
             throw OpenSSLError("EVP_PKEY_new_raw_private_key")
         }
         return p

@@ -17,6 +17,7 @@ func fillSecureRandom(_ buffer: UnsafeMutableRawBufferPointer) throws {
     var filled = 0
     while filled < buffer.count {
         let n = min(chunk, buffer.count - filled)
+        // Never nil: the loop runs only while the buffer has bytes left.
         guard getentropy(buffer.baseAddress! + filled, n) == 0 else {
             throw SystemError("getentropy")
         }

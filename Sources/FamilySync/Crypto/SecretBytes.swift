@@ -40,8 +40,8 @@ public final class SecretBytes: @unchecked Sendable, Equatable {
         try body(UnsafeRawBufferPointer(rebasing: storage[0..<count]))
     }
 
-    /// A copy as an array, for the few places that must hand the bytes on
-    /// (the WELCOME message that carries keys to a joining device).
+    /// A copy as an array, for tests that compare keys. The product reads
+    /// key bytes in place through `withUnsafeBytes`.
     public var copiedBytes: [UInt8] { withUnsafeBytes { Array($0) } }
 
     /// Compares in time that depends only on the lengths.

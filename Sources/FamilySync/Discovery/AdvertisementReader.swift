@@ -19,8 +19,9 @@ public final class AdvertisementReader: @unchecked Sendable {
     /// then goes quiet rather than guess.
     public func read(port: UInt16, now: Timestamp) -> ServiceAdvertisement? {
         do {
-            if store == nil { store = try Store(path: path, create: false) }
-            last = try ServiceAdvertisement.current(store: store!, port: port, now: now)
+            let s = try store ?? Store(path: path, create: false)
+            store = s
+            last = try ServiceAdvertisement.current(store: s, port: port, now: now)
             failures = 0
         } catch {
             store = nil

@@ -95,6 +95,7 @@ public final class MDNSBrowser {
                     askOnce("a \(s.target.key)", &cache, [DNSQuestion(name: s.target, type: DNSType.a.rawValue), DNSQuestion(name: s.target, type: DNSType.aaaa.rawValue)])
                     continue
                 }
+                // Never nil: the guard above asked for the TXT record when it was missing.
                 let f = FoundService(instance: name.first, txt: cache.txt[name]!, port: s.port, address: a, interface: ifName)
                 if found.contains(where: { $0.instance == f.instance && $0.hostPort == f.hostPort }) { continue }
                 found.append(f)

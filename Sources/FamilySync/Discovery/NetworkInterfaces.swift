@@ -47,17 +47,19 @@ public struct NetworkInterface: Sendable, Equatable, CustomStringConvertible {
             guard let sa = a.pointee.ifa_addr, sa.pointee.sa_family == sa_family_t(AF_INET) || sa.pointee.sa_family == sa_family_t(AF_INET6),
                   flags & Int32(IFF_UP) != 0, flags & Int32(IFF_MULTICAST) != 0, flags & Int32(IFF_LOOPBACK) == 0 else { continue }
             let name = String(cString: a.pointee.ifa_name)
-            var k = out.firstIndex { $0.name == name }
-            if k == nil {
+            let k: Int
+            if let seen = out.firstIndex(where: { $0.name == name }) {
+                k = seen
+            } else {
                 out.append(NetworkInterface(name: name, index: if_nametoindex(a.pointee.ifa_name), address: []))
                 k = out.count - 1
             }
             if sa.pointee.sa_family == sa_family_t(AF_INET) {
-                if out[k!].address.isEmpty {
-                    out[k!].address = sa.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { withUnsafeBytes(of: $0.pointee.sin_addr) { Array($0) } }
+                if out[k].address.isEmpty {
+                    out[k].address = sa.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { withUnsafeBytes(of: $0.pointee.sin_addr) { Array($0) } }
                 }
             } else {
-                out[k!].ipv6.append(sa.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { withUnsafeBytes(of: $0.pointee.sin6_addr) { Array($0) } })
+                out[k].ipv6.append(sa.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { withUnsafeBytes(of: $0.pointee.sin6_addr) { Array($0) } })
             }
         }
         return out

@@ -28,6 +28,7 @@ public struct CompactJWS: Sendable, Equatable {
         }
         var dots: [Int] = []
         var from = 0
+        // Never nil: an empty token was refused above.
         let base = token.baseAddress!
         while dots.count <= 2, from < n, let p = memchr(base + from, Int32(UInt8(ascii: ".")), n - from) {
             let i = base.distance(to: UnsafeRawPointer(p))

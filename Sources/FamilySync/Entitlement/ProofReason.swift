@@ -17,6 +17,7 @@ public enum ProofReason: String, Sendable, CaseIterable, Comparable {
     case expired
 
     /// The position of the check in the pipeline.
+    // Every case is in allCases.
     public var stage: Int { ProofReason.allCases.firstIndex(of: self)! }
 
     public static func < (a: ProofReason, b: ProofReason) -> Bool { a.stage < b.stage }

@@ -99,6 +99,7 @@ public final class ProofVerifier {
         // 3. untrusted-chain, judged at signedDate (Apple's leaves expire while proofs stay good).
         let judgedAt = payload.signedDate ?? now
         let chain: ChainCache.Trusted
+        // A header that parsed (step 2) always carries its chain key.
         switch chains.judge(key: entry.chainKey!, leaf: header.leaf, intermediate: header.intermediate, at: judgedAt) {
         case let .failure(f): return fail(f, payload.json)
         case let .success(c): chain = c
@@ -131,6 +132,7 @@ public final class ProofVerifier {
     static func same(_ a: [UInt8], _ b: UnsafeRawBufferPointer) -> Bool {
         guard a.count == b.count else { return false }
         guard !a.isEmpty else { return true }
+        // Never nil: both buffers are non-empty and of equal length.
         return a.withUnsafeBytes { memcmp($0.baseAddress!, b.baseAddress!, a.count) == 0 }
     }
 

@@ -28,6 +28,7 @@ public enum TrustAnchors {
             var bytes: [UInt8] = []
             var chunk = [UInt8](repeating: 0, count: 65_536)
             while true {
+                // Never nil: the chunk is 64 KiB.
                 let n = chunk.withUnsafeMutableBytes { FileIO.read(fd, into: $0.baseAddress!, count: $0.count) }
                 if n < 0 {
                     throw FileError(.readFailed, path: path, code: errno)

@@ -42,6 +42,7 @@ extension Record {
             guard buf.count <= Record.maxLineBytes else {
                 return .failure(RecordError(field: nil, "line longer than \(Record.maxLineBytes) bytes"))
             }
+            // Never nil: bitPattern 1 is not zero (a stand-in base for an empty buffer, never read).
             let base = buf.baseAddress ?? UnsafePointer(bitPattern: 1)!
             do throws(RecordError) {
                 let scan = try RecordScanner.scan(base, start: 0, end: buf.count, mode: mode)
@@ -90,13 +91,14 @@ extension Record {
         r.modifiedAt = t
         if let newDevice { r.deviceID = newDevice }
         var text = line
-        var device = newDevice
+        let device = newDevice
         let out: [UInt8] = text.withUTF8 { buf in
+            // Never nil: bitPattern 1 is not zero (a stand-in base for an empty buffer, never read).
             let base = buf.baseAddress ?? UnsafePointer(bitPattern: 1)!
             guard let scan = try? RecordScanner.scan(base, start: 0, end: buf.count, mode: .localEdit) else { return Array(buf) }
             var out: [UInt8] = []
-            if device != nil {
-                device!.withUTF8 { d in
+            if var device {
+                device.withUTF8 { d in
                     RecordLine.rewrite(base, scan, time: t.milliseconds, device: UnsafeRawBufferPointer(d), ensureDeleted: true, into: &out)
                 }
             } else {

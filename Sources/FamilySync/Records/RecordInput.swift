@@ -47,6 +47,7 @@ public final class RecordInput {
         }
         // A pipe (or a file that cannot be mapped): read it all.
         var cap = 1 << 20, used = 0
+        // Out of memory is not recoverable here; like Swift's own allocations, it stops the tool.
         var buf = malloc(cap)!
         while true {
             if used == cap {
@@ -70,6 +71,7 @@ public final class RecordInput {
     /// An input made from bytes in memory (tests).
     public init(name: String, data: [UInt8]) {
         self.name = name
+        // Out of memory is not recoverable here; like Swift's own allocations, it stops the tool.
         let p = malloc(max(data.count, 1))!
         data.withUnsafeBytes { if let b = $0.baseAddress { p.copyMemory(from: b, byteCount: $0.count) } }
         bytes = UnsafeRawBufferPointer(start: p, count: data.count)
@@ -95,13 +97,16 @@ final class ByteArena {
         let n = src.count
         if cur == nil || used + n > cap {
             let size = max(ByteArena.chunkBytes, n)
+            // Out of memory is not recoverable here; like Swift's own allocations, it stops the tool.
             let c = malloc(max(size, 1))!
             chunks.append(c)
             cur = c
             used = 0
             cap = size
         }
+        // Never nil: set just above when there was no chunk.
         let dst = cur! + used
+        // Never nil: src has n > 0 bytes.
         if n > 0 { dst.copyMemory(from: src.baseAddress!, byteCount: n) }
         used += n
         return UnsafePointer(dst.assumingMemoryBound(to: UInt8.self))

@@ -107,6 +107,7 @@ public enum RecordMerge {
                         if let s2 = second, !MergeEntry.beats(sorted[x].entry.pointee, s2.pointee) { continue }
                         second = sorted[x].entry
                     }
+                    // Never nil: the group has more than one entry, so one is not the winner.
                     rule = MergeEntry.decide(held: second!.pointee, incoming: w).rule
                 }
                 try explain(Explanation(id: UnsafeRawBufferPointer(start: w.id, count: Int(w.idLen)), rule: rule,
@@ -339,6 +340,7 @@ struct MergeEntry {
     static let deletedFlag: UInt8 = 1
     static let remoteFlag: UInt8 = 2
     static let clampedFlag: UInt8 = 4
+    // Never nil: bitPattern 1 is not zero (a stand-in base for an empty buffer, never read).
     nonisolated(unsafe) static let dummy = UnsafePointer<UInt8>(bitPattern: 1)!
 
     /// The id's first 8 bytes, big-endian, so most comparisons are one integer compare.

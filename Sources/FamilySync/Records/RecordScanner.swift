@@ -424,6 +424,7 @@ public enum RecordScanner {
 
         static func match(decoded: [UInt8]) -> Known {
             decoded.withUnsafeBufferPointer { b in
+                // Never nil: bitPattern 1 is not zero (a stand-in base for an empty buffer, never read).
                 match(b.baseAddress ?? UnsafePointer(bitPattern: 1)!, RecordScan.StringSpan(start: 0, end: b.count, escaped: false))
             }
         }

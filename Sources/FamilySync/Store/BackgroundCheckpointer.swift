@@ -87,6 +87,7 @@ final class BackgroundCheckpointer: @unchecked Sendable {
         c.condition.unlock()
         guard started else { return nil }
         sqlite3_wal_hook(db.handle, { ctx, _, _, nFrame in
+            // The context is the checkpointer passed below; SQLite hands it back unchanged.
             Unmanaged<BackgroundCheckpointer>.fromOpaque(ctx!).takeUnretainedValue().committed(frames: Int64(nFrame))
             return SQLITE_OK
         }, Unmanaged.passUnretained(c).toOpaque())

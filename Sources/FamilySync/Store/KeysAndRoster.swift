@@ -65,8 +65,9 @@ extension Store {
         }
     }
 
-    /// Owner: forgets a revoked device the owner invites again, so it starts
-    /// over with a new key. Call inside the transaction that admits it.
+    /// Forgets a device: on the owner, a revoked device invited again (it
+    /// starts over with a new key); on a member, one the owner's roster no
+    /// longer lists. Call inside a transaction.
     func forgetDeviceInTransaction(_ device: String) throws {
         try db.run("DELETE FROM devices WHERE device_id = ?", [.text(device)])
     }
@@ -90,6 +91,12 @@ extension Store {
         let epoch = try familyEpoch + 1
         try setFamilyKey(try SecretBytes.random(count: Store.familySecretBytes), epoch: epoch)
         return epoch
+    }
+
+    /// A revoked member admitted again: its own revocation is gone. Call inside
+    /// the transaction that stores its new keys.
+    func clearSelfRevocationInTransaction() throws {
+        try db.run("UPDATE devices SET revoked_at = NULL WHERE device_id = ?", [.text(try deviceID)])
     }
 
     /// Marks this device as revoked (the owner said so on an authenticated session).

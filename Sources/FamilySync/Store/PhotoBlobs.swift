@@ -120,6 +120,7 @@ final class PhotoBlobReader {
         // Read into a buffer of our own and append it in one copy: growing `out`
         // by zeros first went a byte at a time.
         if scratch.count < n { scratch = [UInt8](repeating: 0, count: n) }
+        // Never nil: n > 0 and scratch holds at least n bytes.
         rc = scratch.withUnsafeMutableBytes { sqlite3_blob_read(blob, $0.baseAddress!, Int32(n), Int32(offset)) }
         guard rc == SQLITE_OK else {
             throw SQLiteError(code: rc, context: "reading a photo", message: String(cString: sqlite3_errmsg(db)))

@@ -152,6 +152,7 @@ extension Store {
         if let (proof, k) = best {
             return Entitlement(entitled: true, until: proof.entitledUntil, reason: nil, detail: nil, source: k.source, proof: proof)
         }
+        // Never nil: `kept` is not empty and no proof was valid, so one failed.
         let (f, k) = newestFailure!
         return Entitlement(entitled: false, until: nil, reason: f.reason.rawValue, detail: f.detail, source: k.source, proof: nil)
     }

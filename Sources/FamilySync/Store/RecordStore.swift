@@ -90,6 +90,7 @@ extension Store {
         for r in records {
             var line = r.line
             try line.withUTF8 { buf in
+                // Never nil: bitPattern 1 is not zero (a stand-in base for an empty buffer, never read).
                 let base = buf.baseAddress ?? UnsafePointer(bitPattern: 1)!
                 let scan: RecordScan
                 do { scan = try RecordScanner.scan(base, start: 0, end: buf.count, mode: stamping ? .localEdit : .exchanged) }
@@ -135,6 +136,7 @@ extension Store {
                         batch.append(contentsOf: buf)
                         let scan: RecordScan = try batch.withUnsafeBufferPointer { b throws(RecordLineError) in
                             do throws(RecordError) {
+                                // Never nil: a non-blank line was just appended.
                                 return try RecordScanner.scan(b.baseAddress!, start: from, end: b.count, mode: mode, workspace: &workspace)
                             } catch {
                                 throw RecordLineError(file: reader.name, line: reader.lineNumber, error)
@@ -146,6 +148,7 @@ extension Store {
                 // Apply it in id order: neighbouring ids share index pages. The
                 // sort is stable, so duplicates keep their input order.
                 try batch.withUnsafeBufferPointer { b in
+                    // Never nil: bitPattern 1 is not zero (a stand-in base for an empty buffer, never read).
                     let base = b.baseAddress ?? UnsafePointer(bitPattern: 1)!
                     order.removeAll(keepingCapacity: true)
                     order.append(contentsOf: items.indices)
@@ -455,6 +458,7 @@ final class RecordApplier {
                           idp: UnsafePointer<UInt8>, idn: Int, time: Int64,
                           typeDecoded: [UInt8]?, deviceDecoded: [UInt8]?, photoCount: Int) throws -> Bool {
         try scratch.withUnsafeBufferPointer { sb in
+            // Read only when scratch holds bytes.
             let lineP = scratch.isEmpty ? base + r.start : sb.baseAddress!
             let lineN = scratch.isEmpty ? r.end - r.start : sb.count
             return try withSpan(base, r.type, typeDecoded) { tp, tn in
@@ -481,6 +485,7 @@ final class RecordApplier {
     private func withSpan<T>(_ base: UnsafePointer<UInt8>, _ span: RecordScan.StringSpan, _ decoded: [UInt8]?,
                              _ body: (UnsafePointer<UInt8>, Int) throws -> T) throws -> T {
         if let decoded {
+            // Never nil: bitPattern 1 is not zero (a stand-in base for an empty buffer, never read).
             return try decoded.withUnsafeBufferPointer { try body($0.baseAddress ?? UnsafePointer(bitPattern: 1)!, $0.count) }
         }
         return try body(base + max(span.start, 0), max(span.count, 0))

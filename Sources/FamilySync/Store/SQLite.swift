@@ -84,6 +84,20 @@ public final class Database {
         sqlite3_close_v2(handle)
     }
 
+    /// The first `count` bytes of the main database file, read through
+    /// SQLite's own handle of it; nil when the file is shorter. A descriptor
+    /// of our own would have to be closed, and closing any descriptor of a
+    /// file drops every POSIX lock the process holds on it, which SQLite's
+    /// other connections to the same file rely on.
+    func fileHeader(count: Int) -> [UInt8]? {
+        var file: UnsafeMutablePointer<sqlite3_file>?
+        guard sqlite3_file_control(handle, "main", SQLITE_FCNTL_FILE_POINTER, &file) == SQLITE_OK,
+              let file, let read = file.pointee.pMethods?.pointee.xRead else { return nil }
+        var out = [UInt8](repeating: 0, count: count)
+        let rc = out.withUnsafeMutableBytes { read(file, $0.baseAddress, Int32($0.count), 0) }
+        return rc == SQLITE_OK ? out : nil
+    }
+
     /// Turns a result code into a thrown error naming what we were doing.
     @discardableResult
     public func check(_ rc: Int32, _ context: @autoclosure () -> String) throws -> Int32 {

@@ -45,10 +45,8 @@ public final class Store {
     }
 
     /// A second connection to this same store, for another thread of this
-    /// process. It skips the checks `init(path:)` makes by reading the file
-    /// directly: closing any descriptor of a file drops every POSIX lock the
-    /// process holds on it, SQLite's own included, and a store whose locks
-    /// vanish under an open connection can lose another process's commits.
+    /// process, without the checks and migration `init(path:)` runs: the
+    /// first connection has passed them already.
     public func anotherConnection() throws -> Store {
         do {
             let db = try Database(path: path, flags: SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX)
@@ -99,22 +97,22 @@ public final class Store {
         }
         guard st.st_mode & S_IFMT == S_IFREG else { throw StoreError(.notAStore, path: path, detail: "not a regular file") }
         if st.st_size == 0 { return true }
-        // Read the header and the two header fields we care about straight from the file,
-        // so nothing (not even a WAL switch) touches a file we refuse.
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { throw StoreError(.cannotRead, path: path, detail: String(cString: strerror(errno))) }
-        defer { close(fd) }
-        var header = [UInt8](repeating: 0, count: 100)
-        let n = header.withUnsafeMutableBytes { FileIO.read(fd, into: $0.baseAddress!, count: 100) }
+        // Read the header through SQLite's own file handle on a read-only
+        // connection, so nothing (not even a WAL switch) touches a file we refuse.
+        // Not through a descriptor of our own: closing it would drop every POSIX
+        // lock this process holds on the file, other connections' included.
+        let db: Database
+        do { db = try Database(path: path, flags: SQLITE_OPEN_READONLY) } catch let e as SQLiteError {
+            throw StoreError(.cannotRead, path: path, detail: e.problem)
+        }
         let magic = Array("SQLite format 3\0".utf8)
-        guard n == 100, Array(header[0..<16]) == magic else {
+        guard let header = db.fileHeader(count: 100), Array(header[0..<16]) == magic else {
             throw StoreError(.notAStore, path: path, detail: "not an SQLite database")
         }
         // The header's own copies of user_version and application_id lag behind in WAL mode,
         // so ask SQLite, on a read-only connection that cannot change the file.
         let userVersion: Int32, appID: Int32, tables: Int64
         do {
-            let db = try Database(path: path, flags: SQLITE_OPEN_READONLY)
             // One read transaction, so all three come from the same snapshot even
             // while another process is creating the store.
             try db.execute("BEGIN")

@@ -14,6 +14,12 @@ extension Store {
         }
     }
 
+    /// Every peer's cursors back to 0, so the next session with each sends and
+    /// takes everything (a store admitted to its family again). Call inside a transaction.
+    func resetAllCursorsInTransaction() throws {
+        try db.run("UPDATE devices SET sent_seq = 0, recv_seq = 0")
+    }
+
     /// How far of `peer`'s changes this store holds (0: a first contact, a full sync).
     public func receivedCursor(from peer: String) throws -> Int64 {
         try db.scalarInt("SELECT recv_seq FROM devices WHERE device_id = ?", [.text(peer)]) ?? 0

@@ -14,7 +14,9 @@ public final class LineReader {
     public let name: String
     private let fd: Int32
     private let ownsFD: Bool
-    private var buf: UnsafeMutableRawBufferPointer
+    private let buf: UnsafeMutableRawBufferPointer
+    /// buf's first byte (the buffer is never empty, so it has one).
+    private let base: UnsafeMutableRawPointer
     private var start = 0, end = 0
     private var eof = false
     public let maxLineBytes: Int
@@ -44,7 +46,8 @@ public final class LineReader {
             name = path
         }
         self.maxLineBytes = maxLineBytes
-        buf = .allocate(byteCount: max(1 << 20, maxLineBytes + 1), alignment: 16)
+        base = .allocate(byteCount: max(1 << 20, maxLineBytes + 1), alignment: 16)
+        buf = UnsafeMutableRawBufferPointer(start: base, count: max(1 << 20, maxLineBytes + 1))
     }
 
     deinit {
@@ -54,12 +57,12 @@ public final class LineReader {
 
     private func fill() throws {
         if start > 0 {
-            if end > start { buf.baseAddress!.copyMemory(from: buf.baseAddress! + start, byteCount: end - start) }
+            if end > start { base.copyMemory(from: base + start, byteCount: end - start) }
             end -= start
             start = 0
         }
         while end < buf.count {
-            let n = FileIO.read(fd, into: buf.baseAddress! + end, count: buf.count - end)
+            let n = FileIO.read(fd, into: base + end, count: buf.count - end)
             if n < 0 {
                 throw FileError(.readFailed, path: name, code: errno)
             }
@@ -119,7 +122,7 @@ public final class LineReader {
 
     private func memchrIndex(from i: Int) -> Int? {
         guard i < end else { return nil }
-        guard let p = memchr(buf.baseAddress! + i, 0x0A, end - i) else { return nil }
-        return buf.baseAddress!.distance(to: UnsafeMutableRawPointer(p))
+        guard let p = memchr(base + i, 0x0A, end - i) else { return nil }
+        return base.distance(to: UnsafeMutableRawPointer(p))
     }
 }

@@ -173,6 +173,7 @@ struct FrameDecoder {
         if available < length {
             // The payload gets its own buffer; what has arrived moves there, the rest is read into it.
             partial = [UInt8](unsafeUninitializedCapacity: length) { p, n in
+                // Never nil: the buffer holds at least the header and the payload at least one byte more than has arrived.
                 buffer.withUnsafeBytes { p.baseAddress!.update(from: $0.baseAddress!.advanced(by: body).assumingMemoryBound(to: UInt8.self), count: available) }
                 n = length
             }

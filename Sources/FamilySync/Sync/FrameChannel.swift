@@ -9,6 +9,8 @@ final class FrameChannel {
     let tls: TLSConnection
     private var out: [UInt8] = []
     private var outStart = 0
+    /// Whether `out` has held key bytes since it was last wiped.
+    private var holdsSecret = false
     private var decoder = FrameDecoder()
     private var scratch = [UInt8](repeating: 0, count: FrameChannel.readChunkBytes)
     private var readWantsWrite = false
@@ -52,6 +54,17 @@ final class FrameChannel {
 
     func send(_ type: FrameType, json: JSONValue) {
         send(type, Array(json.serialized.utf8))
+    }
+
+    /// Queues a message that carries key bytes (WELCOME, FAMILY with the
+    /// family key): the serialized copy is zeroed once queued, and the send
+    /// buffer once it has all been written, so the keys' hex text does not
+    /// stay behind in this process's buffers.
+    func sendSecret(_ type: FrameType, json: JSONValue) {
+        var payload = Array(json.serialized.utf8)
+        send(type, payload)
+        payload.withUnsafeMutableBytes { if let b = $0.baseAddress { explicit_bzero(b, $0.count) } }
+        holdsSecret = true
     }
 
     /// Appends a frame whose payload is `head` followed by `body`, without joining them first.
@@ -107,13 +120,18 @@ final class FrameChannel {
                 return wrote
             }
         }
+        if holdsSecret {
+            out.withUnsafeMutableBytes { if let b = $0.baseAddress { explicit_bzero(b, $0.count) } }
+            holdsSecret = false
+        }
         out.removeAll(keepingCapacity: out.capacity <= (8 << 20))
         outStart = 0
         return wrote
     }
 
     private func compact() {
-        if outStart > (1 << 20) && outStart * 2 > out.count {
+        // Moving bytes would leave a copy of a secret past the end; it waits for the wipe in flush.
+        if !holdsSecret && outStart > (1 << 20) && outStart * 2 > out.count {
             out.removeFirst(outStart)
             outStart = 0
         }

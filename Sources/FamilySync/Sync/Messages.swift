@@ -71,8 +71,24 @@ struct FieldReader {
         guard s.utf8.count == SessionKeys.keyBytes * 2, let b = Hex.decode(s) else { throw fail(k, "not a 32-byte key in hex") }
         return b
     }
-    /// A 32-byte secret key in hex, into its owner.
-    func hexKey(_ k: String) throws(ProtocolError) -> SecretBytes { SecretBytes(try hexBytes(k)) }
+    /// A 32-byte secret key in hex, decoded straight into its owner (no
+    /// array of the key bytes is left behind).
+    func hexKey(_ k: String) throws(ProtocolError) -> SecretBytes {
+        var s = try string(k, maxBytes: 128)
+        let key: SecretBytes? = s.withUTF8 { hex in
+            guard hex.count == SessionKeys.keyBytes * 2 else { return nil }
+            var valid = true
+            let key = SecretBytes(count: SessionKeys.keyBytes) { out in
+                for i in 0..<out.count {
+                    guard let hi = Hex.digitValue(hex[2 * i]), let lo = Hex.digitValue(hex[2 * i + 1]) else { valid = false; return }
+                    out[i] = hi << 4 | lo
+                }
+            }
+            return valid ? key : nil
+        }
+        guard let key else { throw fail(k, "not a 32-byte key in hex") }
+        return key
+    }
     func optionalHexKey(_ k: String) throws(ProtocolError) -> SecretBytes? {
         guard let v = value[k], !v.isNull else { return nil }
         return try hexKey(k)

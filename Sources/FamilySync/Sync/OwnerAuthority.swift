@@ -81,7 +81,7 @@ struct SignedRoster: Equatable {
         signature = sig
     }
 
-    static func sign(_ s: RosterStatement, privateKey: [UInt8]) throws -> SignedRoster {
+    static func sign(_ s: RosterStatement, privateKey: SecretBytes) throws -> SignedRoster {
         let text = s.text
         return SignedRoster(text: text, signature: try Ed25519.sign(RosterStatement.signingContext + Array(text.utf8), privateKey: privateKey))
     }
@@ -109,11 +109,10 @@ extension Store {
         try Ed25519.publicKey(privateKey: try ownerRosterPrivateKey())
     }
 
-    private func ownerRosterPrivateKey() throws -> [UInt8] {
-        // Ed25519's API takes an array; the stored copy is owned like every other secret.
-        if let k = try secret("roster_signing_key") { return k.copiedBytes }
+    private func ownerRosterPrivateKey() throws -> SecretBytes {
+        if let k = try secret("roster_signing_key") { return k }
         let k = try Ed25519.generatePrivateKey()
-        try setSecret("roster_signing_key", SecretBytes(k))
+        try setSecret("roster_signing_key", k)
         return k
     }
 
@@ -186,7 +185,7 @@ extension Store {
         let wasRevoked = try isSelfRevoked
         let listed = Set(statement.devices.map(\.device))
         for d in try devices() where !listed.contains(d.deviceID) && d.deviceID != me {
-            try db.run("DELETE FROM devices WHERE device_id = ?", [.text(d.deviceID)])
+            try forgetDeviceInTransaction(d.deviceID)
         }
         for e in statement.devices {
             try mergeRosterEntry(device: e.device, role: e.role, joinedAt: e.joinedAt, revokedAt: e.revokedAt, name: e.name, authoritative: true)
@@ -203,8 +202,8 @@ extension Store {
     /// with the owner's purge floor applied), no acknowledgements. Call inside
     /// `write`, with the transaction that stores the new keys.
     func prepareRejoin() throws {
-        try db.run("UPDATE devices SET revoked_at = NULL WHERE device_id = ?", [.text(try deviceID)])
-        try db.run("UPDATE devices SET sent_seq = 0, recv_seq = 0")
+        try clearSelfRevocationInTransaction()
+        try resetAllCursorsInTransaction()
         try setMeta("acked_by_all", nil)
         try setMeta("acked_waiting_for", nil)
     }

@@ -76,6 +76,7 @@ final class PreAuthPool: Sendable {
         func oldest(_ vetted: Bool) -> Int? {
             var best: Int?
             for (i, e) in list.enumerated() where e.isVetted == vetted {
+                // Read only when best is not nil.
                 if best == nil || e.lastProgressNanoseconds < list[best!].lastProgressNanoseconds { best = i }
             }
             return best

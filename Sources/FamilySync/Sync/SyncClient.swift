@@ -264,6 +264,7 @@ public final class SyncClient {
             found = winner
             address = winner.candidate.address
         } else {
+            // Never nil: the branch above is taken when nothing was given.
             address = given!
         }
         let identity = SessionIdentity.pair(family: offer.family, tag: try SessionKeys.offerTag(nonce: offer.nonce, family: offer.family))

@@ -145,7 +145,7 @@ public final class SyncServer {
             } catch let e as TLSError {
                 return .session(.failure(SyncError(.connectionLost, peer: "a joining device at \(from)", detail: e.description)))
             }
-            channel.send(.welcome, json: admission.welcome.json)
+            channel.sendSecret(.welcome, json: admission.welcome.json)
             emit("joined", [("from", .string(from)), ("device", .string(admission.member))])
             guard let joined = try store.family() else { throw StoreError(.inconsistent, path: store.path, detail: "the family vanished during a join") }
             let session = SyncSession(store: store, family: joined, me: me,

@@ -242,7 +242,7 @@ final class SyncSession {
         message.acked = ack?.acked
         message.waitingFor = ack?.waitingFor ?? []
         if family.role == .owner { message.purgeFloor = try store.purgeFloor }
-        channel.send(.family, json: message.json)
+        channel.sendSecret(.family, json: message.json)
         let g = try nextFrame(expecting: "FAMILY")
         guard g.type == .family else { throw ProtocolError("expected FAMILY, got \(g.type.name)") }
         try apply(try FamilyMessage(g), from: h)
@@ -520,6 +520,7 @@ final class SyncSession {
         var lineNumber = 0
         var start = 0
         while start < payload.count {
+            // Never nil: the payload was checked to end with 0x0A.
             let end = payload[start...].firstIndex(of: 0x0A)!
             lineNumber += 1
             func bad(_ problem: String) -> ProtocolError {

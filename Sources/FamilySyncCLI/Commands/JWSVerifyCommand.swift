@@ -74,6 +74,7 @@ public enum JWSVerifyCommand {
 
     public static func run(_ ctx: ToolContext) throws -> ExitStatus {
         let a = ctx.args
+        // choice() returns only one of the option's declared values, each a SignedPayloadKind.
         let kind = SignedPayloadKind(rawValue: try a.choice(Option.type, default: SignedPayloadKind.transaction.rawValue))!
         let bundle = a.value(Option.bundleID), products = a.values(Option.product), sandbox = a.flag(Option.allowSandbox)
         if bundle?.isEmpty == true { throw ToolError.usage("--bundle-id: the bundle ID is empty") }
@@ -96,6 +97,7 @@ public enum JWSVerifyCommand {
             throw ToolError.usage("give --bundle-id ID to verify tokens, or --db STORE to check a store's kept proof")
         }
 
+        // Never nil here: without a policy and a store the block above threw a usage error.
         if !storeMode { return try batch(ctx, verifier: try ProofVerifier(anchors: try ProofRoots.given(ctx)), kind: kind, policy: givenPolicy!) }
         // The root given now, else the one the store keeps (when there is a store yet).
         let existing = FileManager.default.fileExists(atPath: ctx.storePath) ? try ctx.store(create: false) : nil
@@ -168,6 +170,7 @@ public enum JWSVerifyCommand {
             }
         }
         guard allValid else {
+            // Set with the first invalid line, so never nil once allValid is false.
             let (name, line, f) = firstInvalid!
             ctx.warn("nothing saved: \(name):\(line) is not a valid proof (\(f.reason.rawValue): \(f.detail))")
             return .negative

@@ -23,8 +23,10 @@ public enum ImageLimits {
     /// image keeps all coefficients): 1 GiB.
     public static let maxJPEGMemory = 1 << 30
 
-    /// Rejects dimensions over the limits, naming them.
-    static func check(width: Int, height: Int, format: String) throws(ImageError) {
+    /// Rejects dimensions over the limits, naming them. `maxPixels` is lower
+    /// only where a caller wants a smaller budget (the fuzz targets, so each
+    /// input stays cheap); every tool reads with the limit above.
+    static func check(width: Int, height: Int, format: String, maxPixels: Int = ImageLimits.maxPixels) throws(ImageError) {
         guard width > 0, height > 0 else { throw ImageError.corrupt("\(format) image has no pixels (\(width)×\(height))") }
         guard width <= maxSide, height <= maxSide, width * height <= maxPixels else {
             throw ImageError.tooLarge("\(format) image is \(width)×\(height); the limit is \(maxPixels) pixels (\(maxPixels / 1_000_000) megapixels) and \(maxSide) pixels a side")

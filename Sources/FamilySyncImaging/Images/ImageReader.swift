@@ -16,12 +16,12 @@ public enum ImageReader {
     }
 
     /// Decodes bytes already in memory.
-    public static func decode(_ bytes: [UInt8]) throws(ImageError) -> GrayImage {
+    public static func decode(_ bytes: [UInt8], maxPixels: Int = ImageLimits.maxPixels) throws(ImageError) -> GrayImage {
         guard !bytes.isEmpty else { throw ImageError.empty }
         switch sniff(bytes) {
-        case .png: return try PNGCodec.decode(bytes)
-        case .jpeg: return try JPEGCodec.decode(bytes)
-        case .pnm: return try PNMCodec.decode(bytes)
+        case .png: return try PNGCodec.decode(bytes, maxPixels: maxPixels)
+        case .jpeg: return try JPEGCodec.decode(bytes, maxPixels: maxPixels)
+        case .pnm: return try PNMCodec.decode(bytes, maxPixels: maxPixels)
         case nil: throw ImageError.unknownFormat("not an image pairing codes can be read from (\(describe(bytes))); expected PNG, JPEG, PGM or PPM")
         }
     }
@@ -71,6 +71,7 @@ public enum ImageReader {
         var out: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 1 << 16)
         while true {
+            // Never nil: the chunk is 64 KiB.
             let n = chunk.withUnsafeMutableBytes { FileIO.read(fd, into: $0.baseAddress!, count: $0.count) }
             if n < 0 {
                 throw FileError(.readFailed, path: name, code: errno)

@@ -6,12 +6,12 @@ import Glibc
 /// CMYK, decoded straight to gray; the EXIF orientation is applied so a
 /// mirrored code reads the right way round.
 public enum JPEGCodec {
-    public static func decode(_ data: [UInt8]) throws(ImageError) -> GrayImage {
+    public static func decode(_ data: [UInt8], maxPixels: Int = ImageLimits.maxPixels) throws(ImageError) -> GrayImage {
         var out: UnsafeMutablePointer<UInt8>?
         var width: Int32 = 0, height: Int32 = 0, truncated: Int32 = 0, warnings: Int32 = 0
         var message = [CChar](repeating: 0, count: 256)
         let rc = data.withUnsafeBufferPointer { input in
-            fs_jpeg_decode_gray(input.baseAddress, UInt(input.count), UInt64(ImageLimits.maxPixels), Int32(ImageLimits.maxJPEGScans),
+            fs_jpeg_decode_gray(input.baseAddress, UInt(input.count), UInt64(maxPixels), Int32(ImageLimits.maxJPEGScans),
                                 ImageLimits.maxJPEGMemory, &out, &width, &height, &truncated, &warnings, &message, message.count)
         }
         defer { free(out) }
@@ -19,7 +19,7 @@ public enum JPEGCodec {
         switch Int(rc) {
         case Int(FS_JPEG_OK): break
         case Int(FS_JPEG_TOO_LARGE):
-            try ImageLimits.check(width: Int(width), height: Int(height), format: "JPEG")
+            try ImageLimits.check(width: Int(width), height: Int(height), format: "JPEG", maxPixels: maxPixels)
             throw ImageError.tooLarge("JPEG image is too large")
         case Int(FS_JPEG_NO_MEMORY):
             throw ImageError.tooLarge("JPEG image \(width)×\(height) does not fit in memory")
@@ -30,20 +30,23 @@ public enum JPEGCodec {
         // libjpeg fills a cut-off file with gray and only warns; a file that ends early is an error here.
         if truncated != 0 { throw ImageError.truncated("truncated JPEG: the data ends before the last scan line") }
         let w = Int(width), h = Int(height)
-        do { try ImageLimits.check(width: w, height: h, format: "JPEG") }
+        do { try ImageLimits.check(width: w, height: h, format: "JPEG", maxPixels: maxPixels) }
         guard let out else { throw ImageError.corrupt("corrupt JPEG: no pixels") }
         let image = GrayImage(width: w, height: h, pixels: Array(UnsafeBufferPointer(start: out, count: w * h)))
         return ExifOrientation.read(jpeg: data).apply(to: image)
     }
 
     /// Encodes gray (1 component) or RGB (3) pixels; for tests and the benchmark corpus.
-    public static func encode(pixels: [UInt8], width: Int, height: Int, components: Int = 1, quality: Int, progressive: Bool = false) throws -> [UInt8] {
+    /// With `maxOutputBytes`, an encode whose output would grow past it fails.
+    public static func encode(pixels: [UInt8], width: Int, height: Int, components: Int = 1, quality: Int, progressive: Bool = false,
+                              maxOutputBytes: Int? = nil) throws -> [UInt8] {
         precondition(pixels.count == width * height * components)
         var out: UnsafeMutablePointer<UInt8>?
         var size: UInt = 0
         var message = [CChar](repeating: 0, count: 256)
         let rc = pixels.withUnsafeBufferPointer {
-            fs_jpeg_encode($0.baseAddress, Int32(width), Int32(height), Int32(components), Int32(quality), progressive ? 1 : 0, &out, &size, &message, message.count)
+            fs_jpeg_encode($0.baseAddress, Int32(width), Int32(height), Int32(components), Int32(quality), progressive ? 1 : 0,
+                           UInt(max(0, maxOutputBytes ?? 0)), &out, &size, &message, message.count)
         }
         defer { free(out) }
         guard rc == 0, let out else {

@@ -9,7 +9,7 @@ public enum PNGCodec {
 
     /// Decodes to 8-bit gray; transparency is composited onto white, as a
     /// viewer shows it. Dimensions are checked before the pixels are allocated.
-    public static func decode(_ data: [UInt8]) throws(ImageError) -> GrayImage {
+    public static func decode(_ data: [UInt8], maxPixels: Int = ImageLimits.maxPixels) throws(ImageError) -> GrayImage {
         // libpng keeps a pointer to the input until finish_read: all of it runs in one borrow.
         let result: Result<GrayImage, ImageError> = data.withUnsafeBytes { input in
             var image = png_image()
@@ -19,7 +19,7 @@ public enum PNGCodec {
                 return .failure(classify(message(image), stage: "header"))
             }
             let width = Int(image.width), height = Int(image.height)
-            do throws(ImageError) { try ImageLimits.check(width: width, height: height, format: "PNG") } catch { return .failure(error) }
+            do throws(ImageError) { try ImageLimits.check(width: width, height: height, format: "PNG", maxPixels: maxPixels) } catch { return .failure(error) }
             image.format = UInt32(PNG_FORMAT_GRAY)
             var pixels = [UInt8](repeating: 0, count: width * height)
             var white = png_color(red: 255, green: 255, blue: 255)

@@ -2,7 +2,7 @@ import FamilySync
 /// Netpbm gray and colour maps: P2 and P3 (plain text), P5 and P6 (binary),
 /// maxval up to 65535 (two bytes, big-endian, when over 255).
 public enum PNMCodec {
-    public static func decode(_ b: [UInt8]) throws(ImageError) -> GrayImage {
+    public static func decode(_ b: [UInt8], maxPixels: Int = ImageLimits.maxPixels) throws(ImageError) -> GrayImage {
         guard b.count >= 2, b[0] == UInt8(ascii: "P"), let kind = Optional(b[1]),
               [UInt8(ascii: "2"), UInt8(ascii: "3"), UInt8(ascii: "5"), UInt8(ascii: "6")].contains(kind) else {
             throw ImageError.unknownFormat("not a PGM/PPM image")
@@ -34,7 +34,7 @@ public enum PNMCodec {
         }
         let width = try number("width"), height = try number("height"), maxval = try number("maxval")
         guard (1...65535).contains(maxval) else { throw ImageError.corrupt("corrupt \(name) header: maxval \(maxval) is not 1 to 65535") }
-        try ImageLimits.check(width: width, height: height, format: name)
+        try ImageLimits.check(width: width, height: height, format: name, maxPixels: maxPixels)
         let channels = (kind == UInt8(ascii: "3") || kind == UInt8(ascii: "6")) ? 3 : 1
         let count = width * height
         var pixels = [UInt8](repeating: 0, count: count)

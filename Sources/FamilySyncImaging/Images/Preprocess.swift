@@ -100,12 +100,12 @@ extension GrayImage {
 
     /// The mean (rounded down) of each pixel's (2r+1)² neighbourhood,
     /// clipped at the edges. Running sums down the columns, then along each
-    /// row: two additions and a subtraction a pixel, whatever the radius.
-    func boxMean(radius r: Int) -> [UInt8] {
-        let w = width, h = height
+    /// row: a few additions a pixel, whatever the radius.
+    func boxMean(radius: Int) -> [UInt8] {
+        let w = width, h = height, r = max(0, radius)
         var out = [UInt8](repeating: 0, count: w * h)
         guard w > 0, h > 0 else { return out }
-        // The sum of each column over rows y0..<y1; at most 255 * 65536 rows, well inside UInt32.
+        // The sum of each column over rows top..<bottom; at most 255 × 65536 rows, well inside UInt32.
         var column = [UInt32](repeating: 0, count: w)
         pixels.withUnsafeBufferPointer { src in
             out.withUnsafeMutableBufferPointer { dst in
@@ -115,24 +115,41 @@ extension GrayImage {
                         let top = max(0, y - r), bottom = min(h, y + r + 1)
                         while y1 < bottom { let row = y1 * w; for x in 0..<w { col[x] &+= UInt32(src[row + x]) }; y1 += 1 }
                         while y0 < top { let row = y0 * w; for x in 0..<w { col[x] &-= UInt32(src[row + x]) }; y0 += 1 }
-                        let rows = Double(bottom - top)
-                        // The window along the row: columns x0..<x1.
-                        var sum: UInt64 = 0
-                        var x0 = 0, x1 = 0
-                        let base = y * w
-                        for x in 0..<w {
+                        let rows = bottom - top, base = y * w
+                        var sum = 0, x0 = 0, x1 = 0
+                        // Near the edges the window is clipped and its area changes.
+                        func clipped(_ x: Int) {
                             let left = max(0, x - r), right = min(w, x + r + 1)
-                            while x1 < right { sum &+= UInt64(col[x1]); x1 += 1 }
-                            while x0 < left { sum &-= UInt64(col[x0]); x0 += 1 }
-                            // Exact: a quotient that is not a whole number is at least 1/area from one.
-                            dst[base + x] = UInt8(truncatingIfNeeded: Int(Double(sum) / (rows * Double(right - left))))
+                            while x1 < right { sum += Int(col[x1]); x1 += 1 }
+                            while x0 < left { sum -= Int(col[x0]); x0 += 1 }
+                            dst[base + x] = UInt8(truncatingIfNeeded: GrayImage.floorDivide(sum, rows * (right - left)))
                         }
+                        let inner = r..<max(r, w - r)
+                        for x in 0..<min(r, w) { clipped(x) }
+                        if !inner.isEmpty {
+                            // The whole window inside the row: one column in, one out, a fixed area.
+                            let area = rows * (2 * r + 1), inverse = 1 / Double(area)
+                            for x in inner {
+                                if x1 < x + r + 1 { sum += Int(col[x + r]) }
+                                if x - r - 1 >= 0 { sum -= Int(col[x - r - 1]) }
+                                x1 = x + r + 1
+                                var q = Int(Double(sum) * inverse)
+                                if q * area > sum { q -= 1 } else if (q + 1) * area <= sum { q += 1 }
+                                dst[base + x] = UInt8(truncatingIfNeeded: q)
+                            }
+                            x0 = inner.upperBound - 1 - r
+                        }
+                        for x in min(w, max(r, inner.upperBound))..<w { clipped(x) }
                     }
                 }
             }
         }
         return out
     }
+
+    /// ⌊n / d⌋ for n ≥ 0, d > 0, by a Double quotient: one that is not a
+    /// whole number lies at least 1/d from one, so truncating it is exact.
+    @inline(__always) static func floorDivide(_ n: Int, _ d: Int) -> Int { Int(Double(n) / Double(d)) }
 
     /// A box blur of radius r: tames sensor noise and JPEG blocking.
     public func boxBlurred(radius r: Int) -> GrayImage {

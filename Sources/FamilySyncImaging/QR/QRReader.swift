@@ -154,6 +154,7 @@ public struct QRReader: Sendable {
 
         func next(limit: Int) -> Int? {
             lock.lock(); defer { lock.unlock() }
+            // Read only when accepted is not nil.
             guard !stopped, nextIndex < limit, accepted == nil || nextIndex <= accepted! else { return nil }
             nextIndex += 1
             return nextIndex - 1
@@ -191,8 +192,8 @@ public struct QRReader: Sendable {
         }
     }
 
-    /// The steps every image gets (each engine on the image and on its
-    /// inverse); the rest of the ladder runs only where something finder-like is.
+    /// The steps every image gets (ZXing on the image, half size, mirrored
+    /// and inverted); the rest of the ladder runs only where something finder-like is.
     static let plainSteps = 4
 
     /// Intermediate images shared between steps, each made once, by whichever
@@ -249,10 +250,14 @@ public struct QRReader: Sendable {
         func threshold(_ r: Int) -> GrayImage { cached("threshold") { $0.base.adaptiveThreshold(radius: r, offset: 4) } }
     }
 
-    /// The ladder, most useful for its cost first (measured on the benchmark
-    /// corpus). A step that cannot help an image of this size is left out.
-    /// ZXing-C++ 1.4 misses many mirrored codes (zbar reads them), so its
-    /// main rungs have mirrored twins, last.
+    /// The ladder, most useful for its cost first: ordered by measurement on
+    /// bench/40's corpus (upright, turned and mirrored), each step taken by
+    /// how many codes it reads that no step before it does, per millisecond.
+    /// A ZXing pass costs about 5 ms on a 1024×768 photo and a zbar pass
+    /// 20-30 ms, so ZXing's rungs come first and zbar keeps the few where it
+    /// reads what ZXing does not (half size, the redrawn code). ZXing-C++
+    /// 1.4 misses many mirrored codes, so its main rungs have mirrored
+    /// twins. A step that cannot help an image of this size is left out.
     static func ladder(for image: GrayImage) -> [Step] {
         let minSide = min(image.width, image.height)
         let maxSide = max(image.width, image.height)
@@ -261,34 +266,35 @@ public struct QRReader: Sendable {
         @Sendable func same(_ img: GrayImage) -> Rendition { Rendition(image: img, toPhoto: { $0 }) }
         @Sendable func scaled(_ img: GrayImage, _ s: Double) -> Rendition { Rendition(image: img, toPhoto: { ImagePoint(x: $0.x * s, y: $0.y * s) }) }
         @Sendable func mirrored(_ img: GrayImage) -> Rendition { Rendition(image: img.mirrored(), toPhoto: { ImagePoint(x: w - $0.x, y: $0.y) }) }
-        func add(_ engine: Engine, _ name: String, _ make: @escaping @Sendable (Rungs) -> Rendition?) {
-            steps.append(Step(name: name, engine: engine, make: make))
+        func add(_ engine: Engine, _ name: String, _ options: ZXingScanner.Options = .standard, _ make: @escaping @Sendable (Rungs) -> Rendition?) {
+            steps.append(Step(name: name, engine: engine, zxingOptions: options, make: make))
         }
         let r = max(8, minSide / 16)
         let halves = minSide >= 240
-        // Measured on bench/40's corpus: each step below reads codes none
-        // before it does (steps that added nothing there were dropped).
-        add(.zxing, "gray") { same($0.base) }
-        add(.zbar, "gray") { same($0.base) }
-        add(.zxing, "inverted") { same($0.inverted) }
-        add(.zbar, "inverted") { same($0.inverted) }
-        add(.zxing, "normalized") { same($0.normalized(r)) }
-        add(.zbar, "sharpened") { same($0.base.sharpened(radius: 2, amount: 150)) }
+        // Without ZXing's own downscaling where the image already is small (half size) or a
+        // downscale adds nothing the half-size rung has not read.
+        let harder: ZXingScanner.Options = [.tryHarder]
+        if halves { add(.zxing, "half", harder) { scaled($0.half, 2) } } else { add(.zxing, "gray") { same($0.base) } }
+        add(.zxing, "gray-mirrored") { mirrored($0.base) }
+        add(.zxing, "inverted", harder) { same($0.inverted) }
+        if halves { add(.zxing, "gray", harder) { same($0.base) } }
+        // ZXing's other binarizer: one threshold for the whole image (low contrast, soft edges).
+        add(.zxing, "gray-global", [.tryHarder, .tryDownscale, .globalHistogram]) { same($0.base) }
+        add(.zxing, "inverted-mirrored") { mirrored($0.inverted) }
         if halves { add(.zbar, "half") { scaled($0.half, 2) } }
-        add(.zbar, "rectified") { QRRectifier.rectify(gray: $0.base, binary: $0.threshold(r)) }
-        add(.zbar, "normalized") { same($0.normalized(r)) }
-        add(.zbar, "normalized-inverted") { same($0.normalized(r).inverted()) }
-        add(.zxing, "normalized-inverted") { same($0.normalized(r).inverted()) }
-        if halves { add(.zbar, "half-normalized-inverted") { scaled($0.halfNormalized(max(6, r / 2)).inverted(), 2) } }
         // A small window: local contrast at the scale of a few modules (low contrast, glare).
         add(.zxing, "normalized-fine") { same($0.normalizedFine(max(4, r / 3))) }
+        add(.zxing, "sharpened") { same($0.base.sharpened(radius: 2, amount: 150)) }
+        if halves { add(.zbar, "half-normalized-inverted") { scaled($0.halfNormalized(max(6, r / 2)).inverted(), 2) } }
         add(.zxing, "blurred") { same($0.base.boxBlurred(radius: 1)) }
+        add(.zxing, "normalized-mirrored") { mirrored($0.normalized(r)) }
+        add(.zxing, "normalized", harder) { same($0.normalized(r)) }
+        add(.zxing, "normalized-inverted") { same($0.normalized(r).inverted()) }
+        add(.zbar, "rectified") { QRRectifier.rectify(gray: $0.base, binary: $0.threshold(r)) }
+        add(.zbar, "normalized-inverted") { same($0.normalized(r).inverted()) }
+        add(.zxing, "normalized-fine-mirrored") { mirrored($0.normalizedFine(max(4, r / 3))) }
         // Enlarging costs four scans' worth: for images small enough that their modules may be too.
         if maxSide <= 1100 { add(.zxing, "double") { scaled($0.base.resized(width: $0.base.width * 2, height: $0.base.height * 2), 0.5) } }
-        add(.zxing, "gray-mirrored") { mirrored($0.base) }
-        add(.zxing, "inverted-mirrored") { mirrored($0.inverted) }
-        add(.zxing, "normalized-mirrored") { mirrored($0.normalized(r)) }
-        add(.zxing, "normalized-fine-mirrored") { mirrored($0.normalizedFine(max(4, r / 3))) }
         return steps
     }
 }

@@ -149,6 +149,7 @@ enum QRRectifier {
         for i in 0..<n { for j in (i + 1)..<n { for k in (j + 1)..<n {
             let set = [f[i], f[j], f[k]]
             let ms = set.map(\.module)
+            // Never nil: the set has three finder patterns.
             guard ms.max()! / ms.min()! < 2 else { continue }
             var best: Triple?
             for corner in 0..<3 {
@@ -170,6 +171,7 @@ enum QRRectifier {
                 let cross = abx * acy - aby * acx
                 let t = cross > 0 ? Triple(a: a, b: p, c: q, size: 17 + 4 * version, score: score)
                                   : Triple(a: a, b: q, c: p, size: 17 + 4 * version, score: score)
+                // Read only when best is not nil.
                 if best == nil || score < best!.score { best = t }
             }
             if let best { out.append(best) }
@@ -272,6 +274,7 @@ enum QRRectifier {
                         if dark == want { score += 1 }
                     }
                 }
+                // Read only when best is not nil.
                 if best == nil || score > best!.score || (score == best!.score && abs(du) + abs(dv) < abs(best!.du) + abs(best!.dv)) {
                     best = (score, du, dv)
                 }

@@ -40,10 +40,11 @@ public enum QRSequence {
         var joined: [ScannedCode] = []
         var incomplete: [Incomplete] = []
         for key in keys {
-            let parts = groups[key]!
+            let parts = groups[key] ?? []
             let total = Int(key[1])
             // The reads of each index, in reading order (the same part seen twice is two printed copies).
             var byIndex = [[ScannedCode]](repeating: [], count: total)
+            // Every part was grouped by its header, and the bitstream parser keeps index < total.
             for p in parts { byIndex[p.stream!.structuredAppend!.index].append(p) }
             let found = byIndex.indices.filter { !byIndex[$0].isEmpty }
             let conflicting = byIndex.contains { reads in reads.contains { $0.bytes != reads[0].bytes } }
@@ -84,6 +85,7 @@ extension ScannedCode {
     /// joined in index order and decided as one text; its corners are the
     /// first part's, and `parts` keeps every part.
     init(sequence parts: [ScannedCode]) {
+        // Never nil: only parts with a structured-append header (read from a stream) are grouped.
         let stream = QRSequence.joinedStream(parts.map { $0.stream! })
         self.init(stream: stream, corners: parts[0].corners)
         self.parts = parts

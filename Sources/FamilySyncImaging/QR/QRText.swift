@@ -56,7 +56,7 @@ public enum QRText {
             if s.mode == .byte {
                 // An ECI this reader does not know: the bytes as ISO 8859-1, so nothing is lost or invented.
                 let cs = s.eci.map { charset(eci: $0) ?? "ISO-8859-1" } ?? guessed
-                if run?.charset == cs { run!.bytes += s.bytes } else { flush(); run = (cs, s.bytes) }
+                if run?.charset == cs { run?.bytes += s.bytes } else { flush(); run = (cs, s.bytes) }
                 continue
             }
             flush()

@@ -34,7 +34,9 @@ enum ZBarReread {
         let quiet = side / 5
         guard let hm = QRRectifier.homography(from: [(0, 0), (side, 0), (side, side), (0, side)], to: c.map { ($0.x, $0.y) }) else { return code }
         let drawn = QRRectifier.warp(photo, homography: hm, side: Int(side + 2 * quiet), offset: quiet)
-        for image in [drawn, drawn.locallyNormalized(radius: max(4, Int(side) / 24))] {
+        let normalized = drawn.locallyNormalized(radius: max(4, Int(side) / 24))
+        // Light on dark as well: zbar may have read the code on an inverted rung.
+        for image in [drawn, normalized, drawn.inverted(), normalized.inverted()] {
             for read in ZXingScanner().scan(image) {
                 // A part of a sequence is taken only as such, and a single code only as one.
                 guard let stream = read.stream, (stream.structuredAppend != nil) == code.isUnheadedPart,

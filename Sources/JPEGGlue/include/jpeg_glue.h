@@ -25,10 +25,11 @@ int fs_jpeg_decode_gray(const unsigned char *data, unsigned long size,
                         int *truncated, int *warnings, char *message, size_t message_size);
 
 /* Encodes 8-bit gray (components 1) or RGB (components 3) pixels as a JPEG in
-   memory. On FS_JPEG_OK, *out (*out_size bytes) is freed by the caller with
-   free(); on an error nothing is left allocated and *out is NULL. */
+   memory, failing (FS_JPEG_ERROR) when the output would grow past max_output
+   bytes (when > 0). On FS_JPEG_OK, *out (*out_size bytes) is freed by the
+   caller with free(); on an error nothing is left allocated and *out is NULL. */
 int fs_jpeg_encode(const unsigned char *pixels, int width, int height, int components,
-                   int quality, int progressive, unsigned char **out, unsigned long *out_size,
-                   char *message, size_t message_size);
+                   int quality, int progressive, unsigned long max_output, unsigned char **out,
+                   unsigned long *out_size, char *message, size_t message_size);
 
 #endif

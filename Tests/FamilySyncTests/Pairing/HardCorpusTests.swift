@@ -113,7 +113,7 @@ import Testing
         // Inverted, the whole photo fails and the ladder (on the copy) reads it, corners scaled back.
         let inv = QRReader().scan(big.inverted())
         #expect(inv.texts == [text])
-        #expect(inv.step == "zxing/inverted")
+        #expect(inv.step?.hasPrefix("zxing/inverted") == true, "\(inv.step ?? "nothing")")
         #expect(abs((inv.codes.first?.corners[0].x ?? 0) - Double(1400 + 4 * 6)) < 12)
     }
 }

@@ -112,8 +112,8 @@ import Testing
         let merged = QRReader.merge([headed])
         #expect(merged.map(\.text) == ["joined by zbar"])
         #expect(merged.first?.parts.count == 2)
-        // Through the ladder's zbar step, the same.
-        let step = try #require(QRReader.ladder(for: img).first { $0.engine == .zbar && $0.name == "gray" })
+        // Through a zbar step of the ladder, the same.
+        let step = QRReader.Step(name: "gray", engine: .zbar, make: { QRReader.Rendition(image: $0.base, toPhoto: { $0 }) })
         #expect(QRReader.merge([QRReader.read(step, QRReader.Rungs(base: img), ZBarScanner())]).map(\.text) == ["joined by zbar"])
     }
 
@@ -139,6 +139,15 @@ import Testing
         #expect(s.version == 1 && s.level == .M)
         #expect(c.text == "Grüße2026" && c.bytes == Array("Grüße2026".utf8))
         #expect(c.corners == zbar[0].corners)
+    }
+
+    @Test func aLightOnDarkCodeIsReadAgainInverted() throws {
+        let code = try QRCode.encode(segments: [.alphanumeric("LIGHT ON DARK")], level: .Q)
+        let img = QRRenderer(code: code, margin: 4, moduleSize: 5).raster()
+        // zbar read it on an inverted rung: its corners, over the photo as it is (light on dark).
+        let read = try #require(ZBarScanner().scan(img).first)
+        let c = ZBarReread.withSegments(read, in: img.inverted())
+        #expect(c.stream?.segments.map(\.mode) == [.alphanumeric] && c.stream?.level == .Q)
     }
 
     @Test func whereZXingCannotReadTheCodeTheSegmentsStayUnknown() throws {

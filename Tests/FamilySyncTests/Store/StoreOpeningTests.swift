@@ -107,4 +107,44 @@ import CSQLite
         }
         #expect(try s.meta("half") == nil)
     }
+
+    /// Whether another process sees a POSIX read lock on the byte range SQLite
+    /// takes for a shared lock (unix VFS: the 510 bytes after PENDING_BYTE + 2).
+    /// Asked from a child process: F_GETLK never reports the caller's own locks.
+    func sharedLockHolder(_ path: String) throws -> String {
+        let script = """
+        import fcntl, os, struct, sys
+        fd = os.open(sys.argv[1], os.O_RDWR)
+        r = fcntl.fcntl(fd, fcntl.F_GETLK, struct.pack('hhqqi', fcntl.F_WRLCK, 0, 0x40000002, 510, 0))
+        t, _, _, _, pid = struct.unpack('hhqqi', r)
+        print('none' if t == fcntl.F_UNLCK else pid)
+        """
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        p.arguments = ["python3", "-c", script, path]
+        let out = Pipe()
+        p.standardOutput = out
+        try p.run()
+        let text = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        p.waitUntilExit()
+        return text.trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    /// Opening a store that this process already has open (serve's discovery
+    /// thread does) must not pull the first connection's locks away: without
+    /// them, another process closing the store believes it is the last one
+    /// and checkpoints and removes the log under the open connection.
+    @Test func openingAStoreAgainKeepsTheFirstConnectionsLocks() throws {
+        let d = TempFolder("fs-store")
+        let p = d.path + "/store.db"
+        let first = try Store(path: p)
+        try first.write { try first.setMeta("probe", "1") }
+        let me = String(getpid())
+        #expect(try sharedLockHolder(p) == me)
+        let second = try Store(path: p, create: false)
+        #expect(try second.meta("probe") == "1")
+        #expect(try sharedLockHolder(p) == me, "opening the store again dropped this process's lock on it")
+        _ = try? Store(path: d.path + "/missing.db", create: false)
+        #expect(try sharedLockHolder(p) == me)
+    }
 }

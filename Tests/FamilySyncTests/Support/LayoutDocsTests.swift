@@ -35,6 +35,24 @@ import Testing
         }
     }
 
+    /// Only the Store wing runs SQL: no other source calls the database
+    /// handle, and none holds an SQL statement.
+    @Test func onlyTheStoreSpeaksSQL() throws {
+        let re = try NSRegularExpression(pattern: #"\bdb\.(run|execute|scalar|query|prepare|transaction)|"\s*(SELECT|INSERT|UPDATE|DELETE|BEGIN|COMMIT|PRAGMA|CREATE TABLE)\s"#)
+        let e = try #require(FileManager.default.enumerator(atPath: Self.root + "/Sources"))
+        var checked = 0
+        for case let rel as String in e where rel.hasSuffix(".swift") && !rel.hasPrefix("FamilySync/Store/") {
+            let text = try String(contentsOfFile: Self.root + "/Sources/" + rel, encoding: .utf8)
+            checked += 1
+            for line in text.split(separator: "\n") where !line.trimmingCharacters(in: .whitespaces).hasPrefix("//") {
+                let s = String(line)
+                let hit = re.firstMatch(in: s, range: NSRange(s.startIndex..., in: s)) != nil
+                #expect(!hit, "Sources/\(rel) speaks SQL: \(s.trimmingCharacters(in: .whitespaces))")
+            }
+        }
+        #expect(checked > 100)
+    }
+
     @Test func theLayoutNamesWhereTheMainConcernsLive() throws {
         let readme = try String(contentsOfFile: Self.root + "/README.md", encoding: .utf8)
         let layout = try #require(readme.components(separatedBy: "## Layout").dropFirst().first?.components(separatedBy: "\n## ").first)
