@@ -192,7 +192,16 @@ struct DNSWriter {
         u32(r.ttl)
         let lengthAt = bytes.count
         u16(0)
-        switch r.data {
+        rdata(r.data)
+        let length = bytes.count - lengthAt - 2
+        bytes[lengthAt] = UInt8(length >> 8)
+        bytes[lengthAt + 1] = UInt8(length & 0xFF)
+    }
+
+    /// A record's data; names in it are compressed against earlier ones
+    /// (a fresh writer leaves them whole, as RFC 6762 section 8.2 compares them).
+    mutating func rdata(_ data: DNSRData) {
+        switch data {
         case let .a(b), let .aaaa(b), let .other(_, b): bytes.append(contentsOf: b)
         case let .ptr(n): name(n)
         case let .srv(p, w, port, target):
@@ -206,9 +215,6 @@ struct DNSWriter {
                 bytes.append(contentsOf: s)
             }
         }
-        let length = bytes.count - lengthAt - 2
-        bytes[lengthAt] = UInt8(length >> 8)
-        bytes[lengthAt + 1] = UInt8(length & 0xFF)
     }
 }
 

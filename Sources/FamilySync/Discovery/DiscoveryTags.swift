@@ -61,7 +61,7 @@ extension DiscoveryTags {
         let names = byTag
         return { f in
             guard let t = ServiceAdvertisement.txtValue("f", in: f.txt), familyTags.contains(t.lowercased()) else { return nil }
-            let device = names[f.instance.lowercased()]
+            let device = names[ServiceAdvertisement.baseTag(f.instance).lowercased()]
             if device == me { return nil }
             return .some(device)
         }

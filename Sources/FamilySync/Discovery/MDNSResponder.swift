@@ -2,39 +2,38 @@ import Foundation
 import Synchronization
 
 /// The DNS-SD responder `peer-sync serve` runs beside its listener, on a
-/// thread of its own: it announces the service on the interfaces the listener
-/// is reachable through (RFC 6762 section 8.3: twice or more, a second apart),
-/// answers queries for it, re-announces when an address or the day's name
-/// changes, and says goodbye (TTL 0) when stopped. It also answers queries
-/// for this host's own `NAME.local` address, so `owner.local` works where no
+/// thread of its own, over IPv4 (224.0.0.251) and IPv6 (ff02::fb): it
+/// probes for its names, announces them on the interfaces the listener is
+/// reachable through, answers queries, renames on a conflict and says
+/// goodbye (TTL 0) when stopped; what to send and when is decided by
+/// `MDNSResponderEngine`, this class moves the packets. It also answers
+/// queries for this host's own `NAME.local`, so `owner.local` works where no
 /// avahi-daemon runs. Nothing is sent on an interface it was not given, and a
 /// listener on loopback gets no responder at all (see `NetworkInterface.serving`).
 public final class MDNSResponder: @unchecked Sendable {
-    /// RFC 6762 section 10: 120 s for records naming a host's address, 75 minutes for the rest.
-    static let hostTTL: UInt32 = 120
-    static let serviceTTL: UInt32 = 4500
-    /// RFC 6762 section 6.7: answers to a legacy (non-5353) querier carry at most 10 s.
-    static let legacyTTL: UInt32 = 10
-    /// How often the advertisement and the interfaces' addresses are looked at again.
+    /// How often the advertisement and the interfaces' addresses are looked
+    /// at again (and the group memberships renewed).
     static let refreshInterval = TimeSpan.seconds(1)
-    /// Announcements at start and after a change: this many, a second apart.
-    static let announcements = 3
+    /// The longest the thread sleeps before looking at `stop()`.
+    static let stopCheckInterval = TimeSpan(milliseconds: 200)
 
     private let listenHost: String
     private let advertisement: @Sendable () -> ServiceAdvertisement?
     private let log: @Sendable (String) -> Void
-    private let socket: MulticastSocket
+    private let sockets: [MulticastSocket]
+    private let clock: MonotonicClock
     private let stopping = Atomic<Bool>(false)
     private let finished = DispatchSemaphore(value: 0)
     /// The interfaces the service was first announced on (for the start-up log line).
     public let initialInterfaces: [NetworkInterface]
 
-    /// Opens the mDNS socket now, so a failure is reported at start. Returns
-    /// nil, and binds nothing, when the listener is reachable through no
-    /// interface (loopback, or an address no interface holds now); a
-    /// wildcard listener gets one even before any interface is up.
-    /// `advertisement` is asked again at every refresh (its day, open offers).
-    public init?(listenHost: String, log: @escaping @Sendable (String) -> Void,
+    /// Opens the mDNS sockets now, so a failure is reported at start (IPv6's
+    /// only when the host has IPv6 at all). Returns nil, and binds nothing,
+    /// when the listener is reachable through no interface (loopback, or an
+    /// address no interface holds now); a wildcard listener gets one even
+    /// before any interface is up. `advertisement` is asked again at every
+    /// refresh (its day, open offers).
+    public init?(listenHost: String, log: @escaping @Sendable (String) -> Void, clock: MonotonicClock = .system,
                  advertisement: @escaping @Sendable () -> ServiceAdvertisement?) throws {
         let ifs = NetworkInterface.serving(host: listenHost)
         // A wildcard listener is announced on interfaces as they come up; any other needs one now.
@@ -42,7 +41,10 @@ public final class MDNSResponder: @unchecked Sendable {
         self.listenHost = listenHost
         self.advertisement = advertisement
         self.log = log
-        socket = try MulticastSocket.open(port: MDNS.port)
+        self.clock = clock
+        var sockets = [try MulticastSocket.open(port: MDNS.port, family: .ipv4)]
+        if let v6 = try? MulticastSocket.open(port: MDNS.port, family: .ipv6) { sockets.append(v6) }
+        self.sockets = sockets
         initialInterfaces = ifs
     }
 
@@ -61,147 +63,56 @@ public final class MDNSResponder: @unchecked Sendable {
 
     // MARK: The thread
 
-    private struct State {
-        var interfaces: [NetworkInterface] = []
-        var ad: ServiceAdvertisement?
-        var announcementsLeft = 0
-        var nextAnnouncement = Deadline.now()
-    }
-
     private func run() {
-        var st = State()
-        var nextRefresh = Deadline.now()
+        var engine = MDNSResponderEngine(clock: clock, log: log)
+        var ad: ServiceAdvertisement?
+        var logged: [NetworkInterface] = []
+        var nextRefresh = clock.now()
         while !stopping.load(ordering: .relaxed) {
-            if !(nextRefresh > Deadline.now()) {
-                refresh(&st)
-                nextRefresh = Deadline(after: MDNSResponder.refreshInterval)
-            }
-            if st.announcementsLeft > 0, !(st.nextAnnouncement > Deadline.now()), let ad = st.ad {
-                for i in st.interfaces { socket.sendMulticast(response(ad, interface: i, answers: allRecords(ad, i), ttlScale: 1).encoded(), via: i) }
-                st.announcementsLeft -= 1
-                st.nextAnnouncement = Deadline(after: .seconds(1))
-            }
-            let wake = min(nextRefresh, st.announcementsLeft > 0 ? st.nextAnnouncement : nextRefresh, Deadline(after: TimeSpan(milliseconds: 200)))
-            guard let d = socket.receive(deadline: wake) else { continue }
-            answer(d, st)
-        }
-        if let ad = st.ad { goodbye(ad, on: st.interfaces) }
-        for i in st.interfaces { socket.leave(i) }
-    }
-
-    /// Looks at the interfaces and the advertisement again: a new address or
-    /// a new name is announced, an old name gets its goodbye.
-    private func refresh(_ st: inout State) {
-        let ifs = NetworkInterface.serving(host: listenHost)
-        let ad = advertisement()
-        if let old = st.ad, old.instance != ad?.instance || old.port != ad?.port {
-            goodbye(old, on: st.interfaces)
-        }
-        for i in ifs where !st.interfaces.contains(where: { $0.index == i.index }) { socket.join(i) }
-        for i in st.interfaces where !ifs.contains(where: { $0.index == i.index }) { socket.leave(i) }
-        if ad != st.ad || ifs != st.interfaces {
-            if ad != nil, !ifs.isEmpty, ifs != st.interfaces {
-                log("advertising _family-sync._tcp on " + ifs.map(\.description).joined(separator: ", "))
-            }
-            st.announcementsLeft = MDNSResponder.announcements
-            st.nextAnnouncement = Deadline.now()
-        }
-        st.interfaces = ifs
-        st.ad = ad
-    }
-
-    private func goodbye(_ ad: ServiceAdvertisement, on interfaces: [NetworkInterface]) {
-        for i in interfaces { socket.sendMulticast(response(ad, interface: i, answers: allRecords(ad, i), ttlScale: 0).encoded(), via: i) }
-    }
-
-    // MARK: Records
-
-    private func ptr(_ ad: ServiceAdvertisement) -> DNSRecord {
-        DNSRecord(name: ServiceAdvertisement.serviceType, ttl: MDNSResponder.serviceTTL, data: .ptr(ad.instanceName))
-    }
-    private func srv(_ ad: ServiceAdvertisement) -> DNSRecord {
-        DNSRecord(name: ad.instanceName, ttl: MDNSResponder.hostTTL, cacheFlush: true, data: .srv(priority: 0, weight: 0, port: ad.port, target: ad.hostName))
-    }
-    private func txt(_ ad: ServiceAdvertisement) -> DNSRecord {
-        DNSRecord(name: ad.instanceName, ttl: MDNSResponder.serviceTTL, cacheFlush: true, data: .txt(ad.txt.map { Array($0.utf8) }))
-    }
-    private func address(_ name: DNSName, _ i: NetworkInterface) -> DNSRecord {
-        DNSRecord(name: name, ttl: MDNSResponder.hostTTL, cacheFlush: true, data: .a(i.address))
-    }
-    private func allRecords(_ ad: ServiceAdvertisement, _ i: NetworkInterface) -> [DNSRecord] {
-        [ptr(ad), srv(ad), txt(ad), address(ad.hostName, i)]
-    }
-
-    /// This host's own name in `.local`, from gethostname(2).
-    private static let ownHostName: DNSName? = {
-        var buf = [CChar](repeating: 0, count: 256)
-        guard gethostname(&buf, buf.count - 1) == 0 else { return nil }
-        let name = String(decoding: buf.prefix(while: { $0 != 0 }).map { UInt8(bitPattern: $0) }, as: UTF8.self)
-        let first = name.split(separator: ".").first.map(String.init) ?? ""
-        guard !first.isEmpty, first != "localhost", first.utf8.count <= DNSLimits.maxLabelBytes else { return nil }
-        return ServiceAdvertisement.local.prepending(first)
-    }()
-
-    private func response(_ ad: ServiceAdvertisement?, interface: NetworkInterface, answers: [DNSRecord], additionals: [DNSRecord] = [], ttlScale: UInt32) -> DNSMessage {
-        var m = DNSMessage()
-        m.flags = DNSMessage.responseFlags
-        m.answers = answers.map { var r = $0; r.ttl *= ttlScale; return r }
-        m.additionals = additionals.map { var r = $0; r.ttl *= ttlScale; return r }
-        return m
-    }
-
-    // MARK: Answering
-
-    /// Answers one datagram if it is a query for something this device holds.
-    private func answer(_ d: Datagram, _ st: State) {
-        // The arrival interface as it is now: an address that changed since
-        // the last refresh is answered with already.
-        guard st.interfaces.contains(where: { $0.index == d.interfaceIndex }),
-              let i = NetworkInterface.serving(host: listenHost).first(where: { $0.index == d.interfaceIndex }) else { return }
-        guard let q = try? DNSMessage(parsing: d.bytes), !q.isResponse, q.flags & 0x7800 == 0 else { return }
-        let ad = st.ad
-        var answers: [DNSRecord] = []
-        var extra: [DNSRecord] = []
-        var unicast = d.sourcePort != MDNS.port
-        let known = Set(q.answers.filter { $0.ttl >= MDNSResponder.serviceTTL / 2 }.map { "\($0.name.key) \($0.data)" })
-        func add(_ r: DNSRecord, _ list: inout [DNSRecord]) {
-            if known.contains("\(r.name.key) \(r.data)") { return }
-            if !list.contains(r) { list.append(r) }
-        }
-        for question in q.questions {
-            if question.unicastResponse { unicast = true }
-            if let ad {
-                if question.name == ServiceAdvertisement.serviceType, question.matches(.ptr) {
-                    add(ptr(ad), &answers)
-                    add(srv(ad), &extra); add(txt(ad), &extra); add(address(ad.hostName, i), &extra)
-                } else if question.name == ServiceAdvertisement.serviceTypes, question.matches(.ptr) {
-                    add(DNSRecord(name: ServiceAdvertisement.serviceTypes, ttl: MDNSResponder.serviceTTL, data: .ptr(ServiceAdvertisement.serviceType)), &answers)
-                } else if question.name == ad.instanceName {
-                    if question.matches(.srv) { add(srv(ad), &answers); add(address(ad.hostName, i), &extra) }
-                    if question.matches(.txt) { add(txt(ad), &answers) }
-                } else if question.name == ad.hostName, question.matches(.a) {
-                    add(address(ad.hostName, i), &answers)
+            if clock.hasPassed(nextRefresh) {
+                let ifs = NetworkInterface.serving(host: listenHost)
+                ad = advertisement()
+                if ad != nil, !ifs.isEmpty, ifs != logged {
+                    log("advertising _family-sync._tcp on " + ifs.map(\.description).joined(separator: ", "))
+                    logged = ifs
                 }
+                update(&engine, ad: ad, interfaces: ifs, renew: true)
+                nextRefresh = clock.deadline(after: MDNSResponder.refreshInterval)
             }
-            if let own = MDNSResponder.ownHostName, question.name == own, question.matches(.a) {
-                add(address(own, i), &answers)
+            send(engine.tick(), engine.interfaces)
+            let wake = min(nextRefresh, engine.nextWake ?? nextRefresh, clock.deadline(after: MDNSResponder.stopCheckInterval))
+            if let d = MulticastSocket.receive(from: sockets, deadline: wake, clock: clock) {
+                // The arrival interface as it is now: an address that changed
+                // since the last refresh is answered with already.
+                update(&engine, ad: ad, interfaces: NetworkInterface.serving(host: listenHost), renew: false)
+                send(engine.receive(d), engine.interfaces)
             }
         }
-        guard !answers.isEmpty else { return }
-        extra.removeAll { answers.contains($0) }
-        var m = response(ad, interface: i, answers: answers, additionals: extra, ttlScale: 1)
-        if d.sourcePort != MDNS.port {
-            // A legacy querier: its ID and question back, short TTLs, no cache-flush bits.
-            m.id = q.id
-            m.questions = q.questions
-            func legacy(_ r: DNSRecord) -> DNSRecord { var r = r; r.ttl = min(r.ttl, MDNSResponder.legacyTTL); r.cacheFlush = false; return r }
-            m.answers = m.answers.map(legacy)
-            m.additionals = m.additionals.map(legacy)
-            socket.send(m.encoded(), to: d.source, port: d.sourcePort)
-        } else if unicast {
-            socket.send(m.encoded(), to: d.source, port: d.sourcePort)
-        } else {
-            socket.sendMulticast(m.encoded(), via: i)
+        send(engine.stop(), engine.interfaces)
+        for s in sockets { for i in engine.interfaces where s.serves(i) { s.leave(i) } }
+    }
+
+    /// Gives the engine the interfaces and advertisement; memberships follow
+    /// the interfaces, and are renewed every time (the kernel drops them when
+    /// an interface goes away; joining again is harmless).
+    private func update(_ engine: inout MDNSResponderEngine, ad: ServiceAdvertisement?, interfaces ifs: [NetworkInterface], renew: Bool) {
+        for s in sockets {
+            for i in engine.interfaces where !ifs.contains(where: { $0.index == i.index && s.serves($0) }) && s.serves(i) { s.leave(i) }
+            for i in ifs where s.serves(i) && (renew || !engine.interfaces.contains(where: { $0.index == i.index && s.serves($0) })) { s.join(i) }
+        }
+        send(engine.update(advertisement: ad, interfaces: ifs), engine.interfaces)
+    }
+
+    private func send(_ packets: [MDNSResponderEngine.Packet], _ ifs: [NetworkInterface]) {
+        for p in packets {
+            let bytes = p.message.encoded()
+            switch p.destination {
+            case let .group(index):
+                guard let i = ifs.first(where: { $0.index == index }) else { continue }
+                for s in sockets where s.serves(i) { s.sendMulticast(bytes, via: i) }
+            case let .unicast(address, port, index):
+                for s in sockets where (s.family == .ipv4) == (address.count == 4) { s.send(bytes, to: address, port: port, interface: index) }
+            }
         }
     }
 }

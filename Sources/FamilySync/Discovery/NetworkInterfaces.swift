@@ -1,16 +1,40 @@
 import Foundation
 
-/// An IPv4 interface that multicast DNS can use: up, multicast-capable, not loopback.
+/// An interface that multicast DNS can use: up, multicast-capable, not loopback.
 public struct NetworkInterface: Sendable, Equatable, CustomStringConvertible {
     public var name: String
     public var index: UInt32
-    /// The interface's IPv4 address, in network order.
+    /// The interface's first IPv4 address, in network order; empty when it has none.
     public var address: [UInt8]
-    public var addressText: String { address.map(String.init).joined(separator: ".") }
+    /// Its IPv6 addresses (link-local included), 16 bytes each, in the order the kernel lists them.
+    public var ipv6: [[UInt8]] = []
+    /// The IPv4 address as text, or the first IPv6 one for an interface without IPv4.
+    public var addressText: String {
+        if address.count == 4 { return address.map(String.init).joined(separator: ".") }
+        return ipv6.first.map(NetworkInterface.text) ?? "no address"
+    }
     public var description: String { "\(name) (\(addressText))" }
 
+    public init(name: String, index: UInt32, address: [UInt8], ipv6: [[UInt8]] = []) {
+        self.name = name
+        self.index = index
+        self.address = address
+        self.ipv6 = ipv6
+    }
+
+    /// An address of 4 or 16 bytes as text (inet_ntop(3)).
+    public static func text(_ bytes: [UInt8]) -> String {
+        var buf = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN))
+        let family = bytes.count == 16 ? AF_INET6 : AF_INET
+        guard bytes.count == 4 || bytes.count == 16, bytes.withUnsafeBytes({ inet_ntop(family, $0.baseAddress, &buf, socklen_t(buf.count)) }) != nil else { return "?" }
+        return String(decoding: buf.prefix(while: { $0 != 0 }).map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+
+    /// fe80::/10: reachable only together with the interface it is on (a scope ID).
+    public static func isLinkLocal(_ bytes: [UInt8]) -> Bool { bytes.count == 16 && bytes[0] == 0xFE && bytes[1] & 0xC0 == 0x80 }
+
     /// Every such interface now, read with getifaddrs(3): no packet is sent.
-    /// An interface with several addresses appears once, with its first.
+    /// An interface with several IPv4 addresses appears once, with its first.
     public static func current() -> [NetworkInterface] {
         var head: UnsafeMutablePointer<ifaddrs>?
         guard getifaddrs(&head) == 0, let first = head else { return [] }
@@ -20,27 +44,46 @@ public struct NetworkInterface: Sendable, Equatable, CustomStringConvertible {
         while let a = p {
             p = a.pointee.ifa_next
             let flags = Int32(a.pointee.ifa_flags)
-            guard let sa = a.pointee.ifa_addr, sa.pointee.sa_family == sa_family_t(AF_INET),
+            guard let sa = a.pointee.ifa_addr, sa.pointee.sa_family == sa_family_t(AF_INET) || sa.pointee.sa_family == sa_family_t(AF_INET6),
                   flags & Int32(IFF_UP) != 0, flags & Int32(IFF_MULTICAST) != 0, flags & Int32(IFF_LOOPBACK) == 0 else { continue }
             let name = String(cString: a.pointee.ifa_name)
-            guard !out.contains(where: { $0.name == name }) else { continue }
-            let addr = sa.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { withUnsafeBytes(of: $0.pointee.sin_addr) { Array($0) } }
-            out.append(NetworkInterface(name: name, index: if_nametoindex(a.pointee.ifa_name), address: addr))
+            let k: Int
+            if let seen = out.firstIndex(where: { $0.name == name }) {
+                k = seen
+            } else {
+                out.append(NetworkInterface(name: name, index: if_nametoindex(a.pointee.ifa_name), address: []))
+                k = out.count - 1
+            }
+            if sa.pointee.sa_family == sa_family_t(AF_INET) {
+                if out[k].address.isEmpty {
+                    out[k].address = sa.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { withUnsafeBytes(of: $0.pointee.sin_addr) { Array($0) } }
+                }
+            } else {
+                out[k].ipv6.append(sa.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { withUnsafeBytes(of: $0.pointee.sin6_addr) { Array($0) } })
+            }
         }
         return out
     }
 
     /// The interfaces a listener on `host` is reachable through: all of them
     /// for a wildcard address, the one holding a specific address, none for
-    /// loopback (nobody else can reach it, so nothing is announced) or another IPv6 address.
+    /// loopback (nobody else can reach it, so nothing is announced).
     public static func serving(host: String) -> [NetworkInterface] {
         let all = current()
-        if isWildcard(host) { return all }
+        // "::" takes both families (a dual-stack socket); "0.0.0.0" IPv4 only.
+        if host == "::" { return all }
+        if isWildcard(host) { return all.filter { $0.address.count == 4 }.map { var i = $0; i.ipv6 = []; return i } }
         var a = in_addr()
-        guard inet_pton(AF_INET, host, &a) == 1 else { return [] }
-        let bytes = withUnsafeBytes(of: a) { Array($0) }
-        if bytes[0] == 127 { return [] }
-        return all.filter { $0.address == bytes }
+        if inet_pton(AF_INET, host, &a) == 1 {
+            let bytes = withUnsafeBytes(of: a) { Array($0) }
+            if bytes[0] == 127 { return [] }
+            return all.filter { $0.address == bytes }.map { var i = $0; i.ipv6 = []; return i }
+        }
+        var a6 = in6_addr()
+        let bare = host.split(separator: "%", maxSplits: 1).first.map(String.init) ?? host
+        guard inet_pton(AF_INET6, bare, &a6) == 1 else { return [] }
+        let bytes = withUnsafeBytes(of: a6) { Array($0) }
+        return all.filter { $0.ipv6.contains(bytes) }.map { var i = $0; i.address = []; i.ipv6 = [bytes]; return i }
     }
 
     /// Every address of the host; a dual-stack "::" listener takes IPv4 connections too.
@@ -68,6 +111,6 @@ public struct NetworkInterface: Sendable, Equatable, CustomStringConvertible {
                 if ok == 0, bytes != [0, 0, 0, 0], bytes[0] != 127 { return bytes.map(String.init).joined(separator: ".") }
             }
         }
-        return current().first?.addressText
+        return current().first { $0.address.count == 4 }?.addressText
     }
 }

@@ -36,7 +36,7 @@ public enum PeerFinder {
     }
 
     private final class Race: @unchecked Sendable {
-        let lock = Mutex<(winner: Connected?, failures: [String], known: [any Error], running: Int, seen: Int)>((nil, [], [], 0, 0))
+        let lock = Mutex<(winner: Connected?, failures: [String], known: [any Error], running: Int, others: Int, failed: Set<String>)>((nil, [], [], 0, 0, []))
         let wake = DispatchSemaphore(value: 0)
 
         var won: Bool { lock.withLock { $0.winner != nil } }
@@ -54,7 +54,9 @@ public enum PeerFinder {
         func fail(_ m: String) { lock.withLock { $0.failures.append(m) } }
         /// A last known address that did not answer.
         func fail(known e: any Error) { lock.withLock { $0.known.append(e) } }
-        func saw() { lock.withLock { $0.seen += 1 } }
+        func failed(_ a: HostPort) { lock.withLock { _ = $0.failed.insert(a.description) } }
+        func hasFailed(_ a: HostPort) -> Bool { lock.withLock { $0.failed.contains(a.description) } }
+        func sawOther() { lock.withLock { $0.others += 1 } }
         func finish() { lock.withLock { $0.running -= 1 }; wake.signal() }
     }
 
@@ -74,8 +76,10 @@ public enum PeerFinder {
                     let s = try TCPSocket.connect(to: target, timeout: probeTimeout)
                     race.offer(PeerCandidate(address: address, device: device, how: "last address"), s)
                 } catch is SocketError {
+                    race.failed(address)
                     race.fail(known: SyncError(.noPeer, peer: address.description))
                 } catch {
+                    race.failed(address)
                     race.fail(known: error)
                 }
             }
@@ -94,10 +98,19 @@ public enum PeerFinder {
                 guard let browser = try? MDNSBrowser(interfaces: ifs) else { race.fail("mDNS: cannot open a socket"); return }
                 _ = browser.browse(for: browseTime) { f in
                     if race.won { return true }
-                    race.saw()
-                    guard let device = recognise(f) else { return false }
-                    // A last address already being tried is not connected to twice.
-                    if known.contains(where: { $0.0 == f.hostPort }) { return false }
+                    guard let device = recognise(f) else { race.sawOther(); return false }
+                    // A last address already being tried is not connected to
+                    // twice: its try is waited for. But the answer shows the
+                    // device is there now, so a try that failed is made again.
+                    // Just after a cable is plugged back in, the first try
+                    // queues behind a neighbour (ARP) lookup begun while the
+                    // cable was out, which runs out of probes and fails it
+                    // ("no route to host"); a new try starts a fresh lookup.
+                    if known.contains(where: { $0.0 == f.hostPort }) {
+                        let until = Deadline(after: probeTimeout)
+                        while !race.won, !race.hasFailed(f.hostPort), !until.hasPassed { usleep(10_000) }
+                        if race.won { return true }
+                    }
                     do {
                         let s = try TCPSocket.connect(to: f.hostPort, timeout: probeTimeout)
                         race.offer(PeerCandidate(address: f.hostPort, device: device, how: "discovered on \(f.interface)"), s)
@@ -120,7 +133,7 @@ public enum PeerFinder {
             if running == 0 { break }
             race.wake.wait()
         }
-        let (failures, knownFailures, seen) = race.lock.withLock { ($0.failures, $0.known, $0.seen) }
+        let (failures, knownFailures, seen) = race.lock.withLock { ($0.failures, $0.known, $0.others) }
         let ms = Deadline.now().milliseconds(since: started)
         var tried: [String] = []
         tried += failures.filter { !$0.contains("discovered") }
@@ -130,7 +143,9 @@ public enum PeerFinder {
                 tried.append("no browse: this device has no network interface up besides loopback")
             } else {
                 let others = seen > 0 ? "; \(seen) other _family-sync._tcp service\(seen == 1 ? "" : "s") answered, none of this family's" : ""
-                tried.append("browsed for _family-sync._tcp on \(interfaces.map(\.description).joined(separator: ", ")) for \(browseTime.milliseconds / 1000) s\(others)")
+                let foundButSilent = failures.filter { $0.contains("discovered") }
+                tried.append("browsed for _family-sync._tcp on \(interfaces.map(\.description).joined(separator: ", ")) for \(browseTime.milliseconds / 1000) s\(others)"
+                             + (foundButSilent.isEmpty ? "" : "; found \(foundButSilent.joined(separator: "; "))"))
             }
         }
         throw SyncError(.nobodyAnswered, peer: what, detail: String(format: "%.1f", Double(ms) / 1000), causes: knownFailures, notes: tried)
@@ -146,7 +161,7 @@ public enum LocalNames {
         host.lowercased().hasSuffix(".local") || host.lowercased().hasSuffix(".local.")
     }
 
-    /// `address` with a `.local` host replaced by its IPv4 address.
+    /// `address` with a `.local` host replaced by its address (IPv4 preferred).
     public static func resolve(_ address: HostPort) throws -> HostPort {
         guard isLocal(address.host) else { return address }
         let ifs = NetworkInterface.current()

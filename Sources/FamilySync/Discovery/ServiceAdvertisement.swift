@@ -15,13 +15,35 @@ public struct ServiceAdvertisement: Sendable, Equatable {
     /// and `o=` the day's tags of the open offers, when there are any.
     public var txt: [String]
 
+    /// The host name's label: the instance's tag, or "tag-N" after a conflict.
+    public var hostLabel: String
+
     public var instanceName: DNSName { ServiceAdvertisement.serviceType.prepending(instance) }
-    public var hostName: DNSName { ServiceAdvertisement.local.prepending(instance) }
+    public var hostName: DNSName { ServiceAdvertisement.local.prepending(hostLabel) }
 
     public init(instance: String, port: UInt16, txt: [String]) {
         self.instance = instance
         self.port = port
         self.txt = txt
+        hostLabel = instance
+    }
+
+    /// The names to use after `n - 1` conflicts (RFC 6763 section 9's style):
+    /// instance "tag (n)" and host "tag-n"; n = 1 is the advertisement as it is.
+    public func renamed(_ n: Int) -> ServiceAdvertisement {
+        guard n > 1 else { return self }
+        var r = self
+        r.instance = "\(instance) (\(n))"
+        r.hostLabel = "\(hostLabel)-\(n)"
+        return r
+    }
+
+    /// The tag an instance name was made from: without a " (n)" a conflict added.
+    public static func baseTag(_ instance: String) -> String {
+        guard instance.hasSuffix(")"), let open = instance.lastIndex(of: "("), open > instance.startIndex,
+              instance[instance.index(before: open)] == " ",
+              let n = Int(instance[instance.index(after: open)..<instance.index(before: instance.endIndex)]), n > 1 else { return instance }
+        return String(instance[..<instance.index(before: open)])
     }
 
     /// This store's advertisement for the day of `now`; nil for a store with

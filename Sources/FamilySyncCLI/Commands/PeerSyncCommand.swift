@@ -464,7 +464,7 @@ public enum PeerSyncCommand {
         var listed: [JSONValue] = []
         var others = 0
         for f in found {
-            if mine.contains(f.instance.lowercased()) { continue }
+            if mine.contains(ServiceAdvertisement.baseTag(f.instance).lowercased()) { continue }
             guard let device = recognise(f) else { others += 1; continue }
             let role = device.flatMap { d in devices.first { $0.deviceID == d }?.role.rawValue }
             listed.append(.object([("device", .optional(device)), ("role", .optional(role)), ("address", .string(f.hostPort.description)),

@@ -102,6 +102,34 @@ final class NetworkLab {
         try sh(["-n", bridge, "link", "set", "port\(i)", up ? "up" : "down"])
     }
 
+    /// Gives device `i` an IPv6 address as well (no duplicate detection, so
+    /// it is usable at once); IPv6 is switched on in its namespace first.
+    func addIPv6(_ i: Int, _ cidr: String) throws {
+        try enableIPv6(i)
+        try sh(["-n", devices[i], "-6", "addr", "add", cidr, "dev", "eth0", "nodad"])
+    }
+
+    /// Switches IPv6 on in device `i`'s namespace (a host may have it off by default).
+    func enableIPv6(_ i: Int) throws {
+        // /proc/sys/net as seen from inside the namespace is the namespace's own.
+        for key in ["all", "eth0"] {
+            let file = "/proc/sys/net/ipv6/conf/\(key)/disable_ipv6"
+            let r = try NetworkLab.run([NetworkLab.ip, "netns", "exec", devices[i], "/bin/sh", "-c", "echo 0 > \(file)"])
+            guard r.status == 0 else { throw HarnessError("\(file): \(r.err)") }
+        }
+    }
+
+    /// Device `i`'s IPv6 link-local address, once it has one.
+    func linkLocal(_ i: Int) throws -> String? {
+        let r = try NetworkLab.run([NetworkLab.ip, "-n", devices[i], "-6", "-o", "addr", "show", "dev", "eth0", "scope", "link"])
+        return r.out.split(separator: " ").first { $0.hasPrefix("fe80:") }.map { String($0.split(separator: "/")[0]) }
+    }
+
+    /// Takes device `i`'s IPv4 address away: it is reachable over IPv6 only.
+    func removeIPv4(_ i: Int) throws {
+        try sh(["-n", devices[i], "-4", "addr", "flush", "dev", "eth0"])
+    }
+
     /// Shapes what device `i` sends with a token bucket (this kernel has no netem).
     func shape(_ i: Int, rate: String) throws {
         try sh(["-n", devices[i], "link", "set", "eth0", "txqueuelen", "1000"])

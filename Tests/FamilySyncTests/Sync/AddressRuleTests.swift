@@ -5,7 +5,8 @@ import Testing
 /// offers and the socket layer share: what one accepts, the others accept.
 @Suite struct AddressRuleTests {
     @Test(arguments: ["127.0.0.1:7433", "owner.local:1", "OWNER-IPAD.LOCAL:7433", "::1:80", "[::1]:80", "fe80::1:7433",
-                      "::ffff:192.168.1.2:7433", "a:65535"])
+                      "::ffff:192.168.1.2:7433", "a:65535",
+                      "fe80::1%eth0:7433", "[fe80::1%eth0]:7433"])
     func addressesParse(text: String) throws {
         let a = try HostPort(validating: text)
         #expect(a.isConnectable)
@@ -23,7 +24,8 @@ import Testing
         #expect(e?.kind == .addressNotHostPort && e?.source == text)
     }
 
-    @Test(arguments: ["a b:1", "host_name.local:80", "[owner.local]:80", "fe80::zz:80", "[]:80", "ho%st:1", "h\u{e9}te:1"])
+    @Test(arguments: ["a b:1", "host_name.local:80", "[owner.local]:80", "fe80::zz:80", "[]:80", "ho%st:1", "h\u{e9}te:1",
+                      "fe80::1%:80", "fe80::1%eth 0:80", "fe80::1%aaaaaaaaaaaaaaaa:80", "fe80::1%eth0%x:80", "fe80::1%et/h:80"])
     func badHosts(text: String) throws {
         #expect(throws: HostPort.Problem.badHost) { try HostPort(validating: text) }
         let e = try #require(throws: PairingError.self) { try PairingOffer.validateAddress(text) }

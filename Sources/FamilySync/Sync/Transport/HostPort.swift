@@ -3,7 +3,7 @@ import Foundation
 /// A host and port as written on the command line and in pairing offers:
 /// `HOST:PORT`, where HOST is a host name, an IPv4 address, a bracketless
 /// IPv6 address (the port is after the last colon, as pairing offers write
-/// it) or `[IPv6]`. This is the one address rule: the CLI, the offer and the
+/// it) or `[IPv6]`, a link-local IPv6 one with its `%interface`. This is the one address rule: the CLI, the offer and the
 /// socket layer all parse with it.
 public struct HostPort: Sendable, Equatable, CustomStringConvertible {
     public var host: String
@@ -40,8 +40,15 @@ public struct HostPort: Sendable, Equatable, CustomStringConvertible {
         if bracketed { h = h.dropFirst().dropLast() }
         guard !h.isEmpty, h.utf8.count <= HostPort.maxHostBytes else { throw .badHost }
         if h.contains(":") {
+            // A link-local address carries its interface: fe80::1%eth0 (RFC 4007 section 11).
+            let parts = h.split(separator: "%", maxSplits: 1, omittingEmptySubsequences: false)
+            if parts.count == 2 {
+                guard (1...Int(IF_NAMESIZE) - 1).contains(parts[1].utf8.count), parts[1].utf8.allSatisfy({ c in
+                    (c >= 0x30 && c <= 0x39) || (c >= 0x41 && c <= 0x5A) || (c >= 0x61 && c <= 0x7A) || c == 0x2D || c == 0x2E || c == 0x5F
+                }) else { throw .badHost }
+            }
             var a = in6_addr()
-            guard inet_pton(AF_INET6, String(h), &a) == 1 else { throw .badHost }
+            guard inet_pton(AF_INET6, String(parts[0]), &a) == 1 else { throw .badHost }
         } else {
             guard !bracketed, h.utf8.allSatisfy({ c in
                 (c >= 0x30 && c <= 0x39) || (c >= 0x41 && c <= 0x5A) || (c >= 0x61 && c <= 0x7A) || c == 0x2D || c == 0x2E

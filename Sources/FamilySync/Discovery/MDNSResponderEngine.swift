@@ -1,0 +1,395 @@
+import Foundation
+
+/// What the DNS-SD responder decides, without sockets or threads: when to
+/// probe, announce and answer, and what to send (RFC 6762). `MDNSResponder`
+/// feeds it the datagrams that arrive and calls `tick()` at `nextWake`; the
+/// timers read the injected clock, so tests drive it with a `ManualClock`
+/// and never sleep.
+///
+/// - Probing (section 8.1): before answering for its instance and host names
+///   it asks three times, 250 ms apart, whether anyone holds them; an answer
+///   that holds them with other data is a conflict and the names are renamed
+///   ("tag (2)", host "tag-2"). Two devices probing at once compare their
+///   proposed records (section 8.2); the lexicographically earlier one waits
+///   a second and probes again, and then meets the winner's answer.
+/// - Announcing (section 8.3): three times, one and then two seconds apart.
+/// - Answering (section 6): records only this device holds at once, answers
+///   that hold a record of a shared set (the service's PTR) after a random
+///   20-120 ms so the answers of several devices do not collide; known
+///   answers in the query (section 7.1) and answers another responder
+///   already multicast while ours waited (section 7.4) are left out.
+/// - Conflicts after start (section 9): a response that claims our names
+///   with other data sends the engine back to probing under a new name.
+struct MDNSResponderEngine {
+    /// RFC 6762 section 10: 120 s for records naming a host's address, 75 minutes for the rest.
+    static let hostTTL: UInt32 = 120
+    static let serviceTTL: UInt32 = 4500
+    /// RFC 6762 section 6.7: answers to a legacy (non-5353) querier carry at most 10 s.
+    static let legacyTTL: UInt32 = 10
+    /// Section 8.1: three probes, 250 ms apart, the first after a random wait of up to 250 ms.
+    static let probes = 3
+    static let probeInterval = TimeSpan(milliseconds: 250)
+    static let maxProbeDelayMs: Int64 = 250
+    /// Section 8.2: the loser of a simultaneous probe waits this long and probes again.
+    static let lostTiebreakWait = TimeSpan.seconds(1)
+    /// Section 8.1: after this many conflicts within `conflictWindow`, probes are this far apart.
+    static let conflictBurst = 15
+    static let conflictWindow = TimeSpan.seconds(10)
+    static let conflictBackoff = TimeSpan.seconds(5)
+    /// Section 8.3: announcements at these offsets from the end of probing.
+    static let announcementOffsetsMs: [Int64] = [0, 1000, 3000]
+    /// Section 6: the random delay before an answer holding a shared record.
+    static let sharedAnswerDelayMs: ClosedRange<Int64> = 20...120
+
+    /// Where a packet goes: the mDNS group out of one interface, or straight
+    /// back to a querier that asked from a port other than 5353.
+    enum Destination: Equatable {
+        case group(interface: UInt32)
+        case unicast(address: [UInt8], port: UInt16, interface: UInt32)
+    }
+
+    struct Packet: Equatable {
+        var message: DNSMessage
+        var destination: Destination
+    }
+
+    enum Phase: Equatable {
+        /// Nothing to advertise, or no interface to advertise on.
+        case idle
+        /// `sent` probes are out; the next (or the end of probing) is at `next`.
+        case probing(sent: Int, next: Deadline)
+        /// The names are ours; `left` announcements remain, the next at `next`.
+        case claimed(announced: Int, next: Deadline?)
+    }
+
+    private let clock: MonotonicClock
+    private let random: (ClosedRange<Int64>) -> Int64
+    private let log: (String) -> Void
+    private(set) var phase: Phase = .idle
+    /// The advertisement as the store gives it (its unrenamed names).
+    private(set) var advertisement: ServiceAdvertisement?
+    /// 1 for the names as given, 2 and up after conflicts.
+    private(set) var renameCount = 1
+    private(set) var interfaces: [NetworkInterface] = []
+    private var claimedAt: Deadline?
+    private var conflictTimes: [Deadline] = []
+    /// Every address this host's interfaces have held while advertising:
+    /// a packet from one of them is this host's own (looped back, or sent
+    /// before an address went away) and is never a conflict.
+    private var ownAddresses: Set<[UInt8]> = []
+    /// `ownAddresses` stops growing here (a host renumbered this often is broken anyway).
+    static let maxOwnAddresses = 64
+    private var pending: [(due: Deadline, interface: UInt32, answers: [DNSRecord], additionals: [DNSRecord])] = []
+
+    init(clock: MonotonicClock = .system, random: @escaping (ClosedRange<Int64>) -> Int64 = { Int64.random(in: $0) },
+         log: @escaping (String) -> Void = { _ in }) {
+        self.clock = clock
+        self.random = random
+        self.log = log
+    }
+
+    /// The advertisement under the names in use now (renamed after conflicts).
+    var current: ServiceAdvertisement? { advertisement.map { $0.renamed(renameCount) } }
+    /// The names are ours and answered for.
+    var isClaimed: Bool { if case .claimed = phase { return true } else { return false } }
+
+    // MARK: Input
+
+    /// The advertisement and the interfaces as they are now. New names (a
+    /// new day, another port) are probed for after a goodbye for the old
+    /// ones; a new address or TXT is announced; the first interface starts probing.
+    mutating func update(advertisement ad: ServiceAdvertisement?, interfaces ifs: [NetworkInterface]) -> [Packet] {
+        var out: [Packet] = []
+        let namesChanged = ad?.instance != advertisement?.instance || ad?.port != advertisement?.port
+        if namesChanged || ad == nil || ifs.isEmpty {
+            if isClaimed, let old = current { out += goodbye(old, on: interfaces) }
+        }
+        let hadInterfaces = !interfaces.isEmpty
+        let changed = ad != advertisement || ifs != interfaces
+        if namesChanged { renameCount = 1 }
+        advertisement = ad
+        interfaces = ifs
+        for i in ifs {
+            for a in [i.address] + i.ipv6 where a.count >= 4 && ownAddresses.count < MDNSResponderEngine.maxOwnAddresses { ownAddresses.insert(a) }
+        }
+        if ad == nil || ifs.isEmpty {
+            phase = .idle
+            pending.removeAll()
+        } else if namesChanged || !hadInterfaces || phase == .idle {
+            startProbing(after: TimeSpan(milliseconds: random(0...MDNSResponderEngine.maxProbeDelayMs)))
+        } else if changed, isClaimed {
+            announceAgain()
+        }
+        return out
+    }
+
+    /// Timers that are due: probes, the end of probing, announcements, delayed answers.
+    mutating func tick() -> [Packet] {
+        let now = clock.now()
+        var out: [Packet] = []
+        switch phase {
+        case .idle:
+            break
+        case let .probing(sent, next) where next <= now:
+            if sent < MDNSResponderEngine.probes {
+                out += interfaces.compactMap { probe(on: $0, first: sent == 0) }
+                phase = .probing(sent: sent + 1, next: now.adding(MDNSResponderEngine.probeInterval))
+            } else {
+                claimedAt = now
+                phase = .claimed(announced: 0, next: now)
+                if renameCount > 1, let ad = current { log("advertising as \"\(ad.instance)\" (\(ad.hostName)): the day's name was taken on the network") }
+                return out + tick()
+            }
+        case let .claimed(announced, next?) where next <= now:
+            if let ad = current { out += interfaces.map { Packet(message: response(allRecords(ad, $0)), destination: .group(interface: $0.index)) } }
+            let offsets = MDNSResponderEngine.announcementOffsetsMs
+            let n = announced + 1
+            phase = .claimed(announced: n, next: n < offsets.count ? (claimedAt ?? now).adding(TimeSpan(milliseconds: offsets[n])) : nil)
+        default:
+            break
+        }
+        let due = pending.filter { $0.due <= now }
+        pending.removeAll { $0.due <= now }
+        for p in due where !p.answers.isEmpty {
+            var m = response(p.answers)
+            m.additionals = p.additionals.filter { !p.answers.contains($0) }
+            out.append(Packet(message: m, destination: .group(interface: p.interface)))
+        }
+        return out
+    }
+
+    /// When `tick()` has something to do next; nil when nothing is scheduled.
+    var nextWake: Deadline? {
+        var times = pending.map(\.due)
+        switch phase {
+        case let .probing(_, next): times.append(next)
+        case let .claimed(_, next?): times.append(next)
+        default: break
+        }
+        return times.min()
+    }
+
+    /// Goodbyes (TTL 0) for everything announced; the engine goes idle.
+    mutating func stop() -> [Packet] {
+        defer { phase = .idle; pending.removeAll() }
+        guard isClaimed, let ad = current else { return [] }
+        return goodbye(ad, on: interfaces)
+    }
+
+    /// One datagram from the network (or our own, looped back).
+    mutating func receive(_ d: Datagram) -> [Packet] {
+        guard let i = interfaces.first(where: { $0.index == d.interfaceIndex }) else { return [] }
+        guard let m = try? DNSMessage(parsing: d.bytes), m.flags & 0x7800 == 0 else { return [] }
+        if m.isResponse {
+            suppressDuplicates(m)
+            if !ownAddresses.contains(d.source), conflicts(m.answers + m.additionals) { renameAfterConflict() }
+            return []
+        }
+        if case .probing = phase, !m.authorities.isEmpty, lostTiebreak(m.authorities) {
+            // Section 8.2: the other device's records win; probe again in a
+            // second, when it will answer if it has taken the names.
+            phase = .probing(sent: 0, next: clock.now().adding(MDNSResponderEngine.lostTiebreakWait))
+            return []
+        }
+        return answer(m, from: d, on: i)
+    }
+
+    // MARK: Probing and conflicts
+
+    private mutating func startProbing(after delay: TimeSpan) {
+        pending.removeAll()
+        phase = .probing(sent: 0, next: clock.now().adding(delay))
+    }
+
+    private mutating func announceAgain() {
+        claimedAt = clock.now()
+        phase = .claimed(announced: 0, next: clock.now())
+    }
+
+    /// Section 8.1: questions of type ANY for the names, the first asking for
+    /// a unicast answer, and the records we propose in the authority section.
+    private func probe(on i: NetworkInterface, first: Bool) -> Packet? {
+        guard let ad = current else { return nil }
+        var m = DNSMessage()
+        m.questions = [DNSQuestion(name: ad.instanceName, type: DNSType.any.rawValue, unicastResponse: first),
+                       DNSQuestion(name: ad.hostName, type: DNSType.any.rawValue, unicastResponse: first)]
+        m.authorities = [srv(ad), txt(ad)] + addressRecords(ad.hostName, i)
+        return Packet(message: m, destination: .group(interface: i.index))
+    }
+
+    /// The records this device holds under the unique names it claims, on any interface.
+    private func ownUnique(_ ad: ServiceAdvertisement) -> [DNSName: [DNSRData]] {
+        [ad.instanceName: [srv(ad).data, txt(ad).data],
+         ad.hostName: interfaces.flatMap { addressRecords(ad.hostName, $0).map(\.data) }]
+    }
+
+    /// A record under one of our unique names with data we do not hold: someone else has the name.
+    private func conflicts(_ records: [DNSRecord]) -> Bool {
+        guard phase != .idle, let ad = current else { return false }
+        let own = ownUnique(ad)
+        return records.contains { r in
+            guard r.ttl > 0, let mine = own[r.name] else { return false }
+            return !mine.contains(r.data)
+        }
+    }
+
+    private mutating func renameAfterConflict() {
+        let now = clock.now()
+        conflictTimes = conflictTimes.filter { now < $0.adding(MDNSResponderEngine.conflictWindow) } + [now]
+        if let ad = current { log("\"\(ad.instance)\" is taken on the network by another device; probing for a new name") }
+        renameCount += 1
+        let backoff = conflictTimes.count >= MDNSResponderEngine.conflictBurst
+        startProbing(after: backoff ? MDNSResponderEngine.conflictBackoff : TimeSpan(milliseconds: random(0...MDNSResponderEngine.maxProbeDelayMs)))
+    }
+
+    /// Section 8.2: for each of our names in the other probe, its records and
+    /// ours, sorted, are compared as (class, type, rdata) bytes; the earlier set loses.
+    /// Identical sets (our own probe, looped back) are no contest.
+    private func lostTiebreak(_ theirs: [DNSRecord]) -> Bool {
+        guard let ad = current else { return false }
+        for i in interfaces.prefix(1) {
+            guard let ours = probe(on: i, first: false)?.message.authorities else { continue }
+            for name in [ad.instanceName, ad.hostName] {
+                let a = MDNSResponderEngine.tiebreakKeys(ours.filter { $0.name == name })
+                let b = MDNSResponderEngine.tiebreakKeys(theirs.filter { $0.name == name })
+                guard !b.isEmpty, a != b else { continue }
+                if MDNSResponderEngine.isEarlier(a, than: b) { return true }
+            }
+        }
+        return false
+    }
+
+    /// Each record as the bytes section 8.2 compares: class, type, uncompressed rdata.
+    static func tiebreakKeys(_ records: [DNSRecord]) -> [[UInt8]] {
+        records.map { r in
+            var w = DNSWriter()
+            w.u16(DNSMessage.classIN)
+            w.u16(r.data.type)
+            w.rdata(r.data)
+            return w.bytes
+        }.sorted { $0.lexicographicallyPrecedes($1) }
+    }
+
+    /// `a` sorts before `b`: at the first record that differs, or by being shorter.
+    static func isEarlier(_ a: [[UInt8]], than b: [[UInt8]]) -> Bool {
+        for (x, y) in zip(a, b) where x != y { return x.lexicographicallyPrecedes(y) }
+        return a.count < b.count
+    }
+
+    // MARK: Answering
+
+    /// Section 7.4: an answer another responder has just multicast, with at
+    /// least half our TTL, is not sent again by us.
+    private mutating func suppressDuplicates(_ m: DNSMessage) {
+        guard !pending.isEmpty else { return }
+        for k in pending.indices {
+            pending[k].answers.removeAll { r in m.answers.contains { $0.name == r.name && $0.data == r.data && $0.ttl >= r.ttl / 2 } }
+        }
+    }
+
+    private mutating func answer(_ q: DNSMessage, from d: Datagram, on i: NetworkInterface) -> [Packet] {
+        var answers: [DNSRecord] = []
+        var extra: [DNSRecord] = []
+        var shared = false
+        let known = q.answers.filter { $0.ttl > 0 }
+        func add(_ r: DNSRecord, _ list: inout [DNSRecord]) {
+            // Section 7.1: the querier already holds it, with at least half its TTL.
+            if known.contains(where: { $0.name == r.name && $0.data == r.data && $0.ttl >= r.ttl / 2 }) { return }
+            if !list.contains(r) { list.append(r) }
+        }
+        let ad = isClaimed ? current : nil
+        for question in q.questions {
+            if let ad {
+                if question.name == ServiceAdvertisement.serviceType, question.matches(.ptr) {
+                    add(ptr(ad), &answers)
+                    shared = true
+                    add(srv(ad), &extra); add(txt(ad), &extra); addressRecords(ad.hostName, i).forEach { add($0, &extra) }
+                } else if question.name == ServiceAdvertisement.serviceTypes, question.matches(.ptr) {
+                    add(DNSRecord(name: ServiceAdvertisement.serviceTypes, ttl: MDNSResponderEngine.serviceTTL, data: .ptr(ServiceAdvertisement.serviceType)), &answers)
+                    shared = true
+                } else if question.name == ad.instanceName {
+                    if question.matches(.srv) { add(srv(ad), &answers); addressRecords(ad.hostName, i).forEach { add($0, &extra) } }
+                    if question.matches(.txt) { add(txt(ad), &answers) }
+                } else if question.name == ad.hostName {
+                    addressRecords(ad.hostName, i).filter { question.type == DNSType.any.rawValue || question.type == $0.data.type }.forEach { add($0, &answers) }
+                }
+            }
+            if let own = MDNSResponderEngine.ownHostName, question.name == own {
+                addressRecords(own, i).filter { question.type == DNSType.any.rawValue || question.type == $0.data.type }.forEach { add($0, &answers) }
+            }
+        }
+        guard !answers.isEmpty else { return [] }
+        extra.removeAll { answers.contains($0) }
+        if d.sourcePort != MDNS.port {
+            // A legacy querier: its ID and question back, short TTLs, no cache-flush bits, at once.
+            var m = response(answers)
+            m.additionals = extra
+            m.id = q.id
+            m.questions = q.questions
+            func legacy(_ r: DNSRecord) -> DNSRecord { var r = r; r.ttl = min(r.ttl, MDNSResponderEngine.legacyTTL); r.cacheFlush = false; return r }
+            m.answers = m.answers.map(legacy)
+            m.additionals = m.additionals.map(legacy)
+            return [Packet(message: m, destination: .unicast(address: d.source, port: d.sourcePort, interface: i.index))]
+        }
+        // Answers to a querier on 5353 are multicast, QU or not (section 5.4
+        // allows it): several stacks may share the port on its host (avahi,
+        // a browser), and a unicast datagram reaches only one of them.
+        guard shared else {
+            var m = response(answers)
+            m.additionals = extra
+            return [Packet(message: m, destination: .group(interface: i.index))]
+        }
+        // One waiting answer per interface: a query that came over both
+        // families, or again before the first was answered, joins it.
+        if let k = pending.firstIndex(where: { $0.interface == i.index }) {
+            for r in answers where !pending[k].answers.contains(r) { pending[k].answers.append(r) }
+            for r in extra where !pending[k].additionals.contains(r) { pending[k].additionals.append(r) }
+            return []
+        }
+        let delay = TimeSpan(milliseconds: random(MDNSResponderEngine.sharedAnswerDelayMs))
+        pending.append((clock.now().adding(delay), i.index, answers, extra))
+        return []
+    }
+
+    // MARK: Records
+
+    private func ptr(_ ad: ServiceAdvertisement) -> DNSRecord {
+        DNSRecord(name: ServiceAdvertisement.serviceType, ttl: MDNSResponderEngine.serviceTTL, data: .ptr(ad.instanceName))
+    }
+    private func srv(_ ad: ServiceAdvertisement) -> DNSRecord {
+        DNSRecord(name: ad.instanceName, ttl: MDNSResponderEngine.hostTTL, cacheFlush: true, data: .srv(priority: 0, weight: 0, port: ad.port, target: ad.hostName))
+    }
+    private func txt(_ ad: ServiceAdvertisement) -> DNSRecord {
+        DNSRecord(name: ad.instanceName, ttl: MDNSResponderEngine.serviceTTL, cacheFlush: true, data: .txt(ad.txt.map { Array($0.utf8) }))
+    }
+    /// The host's addresses on interface `i` under `name`: A, and AAAA for each IPv6 address.
+    func addressRecords(_ name: DNSName, _ i: NetworkInterface) -> [DNSRecord] {
+        (i.address.count == 4 ? [DNSRecord(name: name, ttl: MDNSResponderEngine.hostTTL, cacheFlush: true, data: .a(i.address))] : [])
+            + i.ipv6.map { DNSRecord(name: name, ttl: MDNSResponderEngine.hostTTL, cacheFlush: true, data: .aaaa($0)) }
+    }
+    private func allRecords(_ ad: ServiceAdvertisement, _ i: NetworkInterface) -> [DNSRecord] {
+        [ptr(ad), srv(ad), txt(ad)] + addressRecords(ad.hostName, i)
+    }
+
+    private func response(_ answers: [DNSRecord]) -> DNSMessage {
+        var m = DNSMessage()
+        m.flags = DNSMessage.responseFlags
+        m.answers = answers
+        return m
+    }
+
+    private func goodbye(_ ad: ServiceAdvertisement, on ifs: [NetworkInterface]) -> [Packet] {
+        ifs.map { i in Packet(message: response(allRecords(ad, i).map { var r = $0; r.ttl = 0; return r }), destination: .group(interface: i.index)) }
+    }
+
+    /// This host's own name in `.local`, from gethostname(2): answered for
+    /// (so `owner.local` works where no avahi-daemon runs), not claimed.
+    static let ownHostName: DNSName? = {
+        var buf = [CChar](repeating: 0, count: 256)
+        guard gethostname(&buf, buf.count - 1) == 0 else { return nil }
+        let name = String(decoding: buf.prefix(while: { $0 != 0 }).map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        let first = name.split(separator: ".").first.map(String.init) ?? ""
+        guard !first.isEmpty, first != "localhost", first.utf8.count <= DNSLimits.maxLabelBytes else { return nil }
+        return ServiceAdvertisement.local.prepending(first)
+    }()
+}

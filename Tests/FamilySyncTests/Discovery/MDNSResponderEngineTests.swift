@@ -1,0 +1,360 @@
+import Testing
+import Synchronization
+@testable import FamilySync
+
+/// The responder's RFC 6762 behaviour, driven by a hand-moved clock: probing
+/// before claiming the names, the simultaneous-probe tiebreak, renaming on
+/// conflict (during probing and after), announcements, the random delay
+/// before shared answers, known-answer and duplicate-answer suppression.
+@Suite struct MDNSResponderEngineTests {
+    static let eth0 = NetworkInterface(name: "eth0", index: 2, address: [10, 0, 0, 5],
+                                       ipv6: [[0xFD, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5]])
+    static let ad = ServiceAdvertisement(instance: "abcdefghijklmnop", port: 7433, txt: ["v=2", "f=qqqqqqqqqq"])
+    static let other: [UInt8] = [10, 0, 0, 9]
+
+    /// Records what the engine logs and which ranges it drew random numbers from.
+    final class Probe: Sendable {
+        let ranges = Mutex<[ClosedRange<Int64>]>([])
+        let lines = Mutex<[String]>([])
+    }
+
+    /// An engine on `eth0` advertising `ad`; random draws return `pick` within the range asked.
+    static func engine(_ clock: ManualClock, _ probe: Probe = Probe(), pick: @escaping (ClosedRange<Int64>) -> Int64 = { $0.lowerBound }) -> MDNSResponderEngine {
+        MDNSResponderEngine(clock: clock.clock, random: { r in probe.ranges.withLock { $0.append(r) }; return pick(r) },
+                            log: { l in probe.lines.withLock { $0.append(l) } })
+    }
+
+    static func datagram(_ m: DNSMessage, from source: [UInt8] = other, port: UInt16 = MDNS.port) -> Datagram {
+        Datagram(bytes: m.encoded(), source: source, sourcePort: port, interfaceIndex: eth0.index)
+    }
+
+    static func query(_ qs: [DNSQuestion], known: [DNSRecord] = []) -> DNSMessage {
+        var m = DNSMessage()
+        m.questions = qs
+        m.answers = known
+        return m
+    }
+
+    static func response(_ records: [DNSRecord]) -> DNSMessage {
+        var m = DNSMessage()
+        m.flags = DNSMessage.responseFlags
+        m.answers = records
+        return m
+    }
+
+    /// Moves the engine through its three probes to the first announcement.
+    static func claim(_ e: inout MDNSResponderEngine, _ clock: ManualClock, _ advertisement: ServiceAdvertisement = ad) {
+        _ = e.update(advertisement: advertisement, interfaces: [eth0])
+        for _ in 0..<4 { _ = e.tick(); clock.advance(by: MDNSResponderEngine.probeInterval) }
+        #expect(e.isClaimed)
+    }
+
+    /// Runs every timer that is due by now (the announcements, after a jump of the clock).
+    static func settle(_ e: inout MDNSResponderEngine, _ clock: ManualClock) {
+        while let w = e.nextWake, w <= clock.now { _ = e.tick() }
+    }
+
+    @Test func probesThreeTimes250msApartBeforeAnnouncing() throws {
+        let clock = ManualClock()
+        let probe = Probe()
+        var e = Self.engine(clock, probe, pick: { $0.upperBound == MDNSResponderEngine.maxProbeDelayMs ? 120 : $0.lowerBound })
+        #expect(e.update(advertisement: Self.ad, interfaces: [Self.eth0]).isEmpty)
+        // The first probe waits a random 0-250 ms.
+        #expect(probe.ranges.withLock { $0 } == [0...250])
+        #expect(e.tick().isEmpty)
+        clock.advance(by: TimeSpan(milliseconds: 119))
+        #expect(e.tick().isEmpty)
+        // A query while probing is not answered: the names are not ours yet.
+        #expect(e.receive(Self.datagram(Self.query([DNSQuestion(name: ServiceAdvertisement.serviceType, type: DNSType.ptr.rawValue)]))).isEmpty)
+        clock.advance(by: TimeSpan(milliseconds: 1))
+        var probes: [DNSMessage] = []
+        for n in 0..<3 {
+            let out = e.tick()
+            #expect(out.count == 1, "probe \(n + 1)")
+            let m = try #require(out.first).message
+            #expect(!m.isResponse)
+            probes.append(m)
+            #expect(e.nextWake == clock.now.adding(MDNSResponderEngine.probeInterval))
+            clock.advance(by: TimeSpan(milliseconds: 249))
+            #expect(e.tick().isEmpty)
+            clock.advance(by: TimeSpan(milliseconds: 1))
+        }
+        // Each probe asks ANY for both names; only the first asks for a unicast answer.
+        for (n, m) in probes.enumerated() {
+            #expect(m.questions.map(\.name) == [Self.ad.instanceName, Self.ad.hostName])
+            #expect(m.questions.allSatisfy { $0.type == DNSType.any.rawValue })
+            #expect(m.questions.allSatisfy { $0.unicastResponse == (n == 0) })
+            #expect(m.authorities.map(\.data.type) == [DNSType.srv.rawValue, DNSType.txt.rawValue, DNSType.a.rawValue, DNSType.aaaa.rawValue])
+        }
+        // 250 ms after the third probe: claimed, announced at once, then 1 s and 2 s later.
+        let first = e.tick()
+        #expect(e.isClaimed)
+        #expect(first.count == 1)
+        let announced = try #require(first.first).message
+        #expect(announced.isResponse)
+        #expect(announced.answers.map(\.data) == [.ptr(Self.ad.instanceName), .srv(priority: 0, weight: 0, port: 7433, target: Self.ad.hostName),
+                                                  .txt(Self.ad.txt.map { Array($0.utf8) }), .a(Self.eth0.address), .aaaa(Self.eth0.ipv6[0])])
+        #expect(e.nextWake == clock.now.adding(.seconds(1)))
+        clock.advance(by: .seconds(1))
+        #expect(e.tick().count == 1)
+        #expect(e.nextWake == clock.now.adding(.seconds(2)))
+        clock.advance(by: .seconds(2))
+        #expect(e.tick().count == 1)
+        #expect(e.nextWake == nil)
+        #expect(probe.lines.withLock { $0 }.isEmpty)
+    }
+
+    @Test func anAnswerHoldingTheNameWhileProbingRenames() throws {
+        let clock = ManualClock()
+        let probe = Probe()
+        var e = Self.engine(clock, probe)
+        _ = e.update(advertisement: Self.ad, interfaces: [Self.eth0])
+        #expect(e.tick().count == 1)
+        // Another device holds the host name, at another address.
+        _ = e.receive(Self.datagram(Self.response([DNSRecord(name: Self.ad.hostName, ttl: 120, cacheFlush: true, data: .a(Self.other))])))
+        #expect(e.current?.instance == "abcdefghijklmnop (2)")
+        #expect(e.current?.hostName == DNSName("abcdefghijklmnop-2.local"))
+        #expect(!e.isClaimed)
+        // Probing starts over under the new names.
+        let m = try #require(e.tick().first).message
+        #expect(m.questions.map(\.name) == [DNSName("abcdefghijklmnop (2)._family-sync._tcp.local"), DNSName("abcdefghijklmnop-2.local")])
+        for _ in 0..<3 { clock.advance(by: MDNSResponderEngine.probeInterval); _ = e.tick() }
+        #expect(e.isClaimed)
+        #expect(probe.lines.withLock { $0 }.contains { $0.contains("advertising as \"abcdefghijklmnop (2)\"") })
+    }
+
+    @Test func ourOwnProbeAndAnnouncementLoopedBackAreNoConflict() throws {
+        let clock = ManualClock()
+        var e = Self.engine(clock)
+        _ = e.update(advertisement: Self.ad, interfaces: [Self.eth0])
+        let ownProbe = try #require(e.tick().first).message
+        _ = e.receive(Self.datagram(ownProbe, from: Self.eth0.address))
+        #expect(e.nextWake == clock.now.adding(MDNSResponderEngine.probeInterval))
+        for _ in 0..<3 { clock.advance(by: MDNSResponderEngine.probeInterval); _ = e.tick() }
+        #expect(e.isClaimed)
+        clock.advance(by: .seconds(1))
+        let announcement = try #require(e.tick().first).message
+        _ = e.receive(Self.datagram(announcement, from: Self.eth0.address))
+        #expect(e.isClaimed)
+        #expect(e.current?.instance == Self.ad.instance)
+    }
+
+    /// Section 8.2: a device probing for the same names at the same time;
+    /// the lexicographically earlier proposal waits a second and probes again.
+    @Test func aSimultaneousProbeIsDecidedByComparingTheRecords() throws {
+        func theirProbe(_ address: [UInt8]) -> DNSMessage {
+            var m = Self.query([DNSQuestion(name: Self.ad.hostName, type: DNSType.any.rawValue)])
+            m.authorities = [DNSRecord(name: Self.ad.hostName, ttl: 120, data: .a(address))]
+            return m
+        }
+        let clock = ManualClock()
+        // Theirs is 10.0.0.9 against our 10.0.0.5 (and our AAAA sorts after an A: type 28 > 1, but class and type come first).
+        var loser = Self.engine(clock)
+        _ = loser.update(advertisement: Self.ad, interfaces: [NetworkInterface(name: "eth0", index: 2, address: [10, 0, 0, 5])])
+        #expect(loser.tick().count == 1)
+        _ = loser.receive(Self.datagram(theirProbe([10, 0, 0, 9])))
+        #expect(loser.nextWake == clock.now.adding(MDNSResponderEngine.lostTiebreakWait))
+        clock.advance(by: TimeSpan(milliseconds: 999))
+        #expect(loser.tick().isEmpty)
+        clock.advance(by: TimeSpan(milliseconds: 1))
+        let again = try #require(loser.tick().first).message
+        #expect(again.questions.first?.unicastResponse == true)
+        #expect(loser.current?.instance == Self.ad.instance)
+
+        // Against an earlier proposal (10.0.0.1) ours wins and probing goes on.
+        let clock2 = ManualClock()
+        var winner = Self.engine(clock2)
+        _ = winner.update(advertisement: Self.ad, interfaces: [NetworkInterface(name: "eth0", index: 2, address: [10, 0, 0, 5])])
+        #expect(winner.tick().count == 1)
+        _ = winner.receive(Self.datagram(theirProbe([10, 0, 0, 1])))
+        #expect(winner.nextWake == clock2.now.adding(MDNSResponderEngine.probeInterval))
+        for _ in 0..<3 { clock2.advance(by: MDNSResponderEngine.probeInterval); _ = winner.tick() }
+        #expect(winner.isClaimed)
+        // Claimed, it defends the name: the other device's next probe is answered at once, by multicast.
+        let defence = winner.receive(Self.datagram(theirProbe([10, 0, 0, 1])))
+        #expect(defence.count == 1)
+        #expect(defence.first?.destination == .group(interface: 2))
+        #expect(defence.first?.message.answers.map(\.data) == [.a([10, 0, 0, 5])])
+    }
+
+    @Test func tiebreakOrderIsClassTypeThenRData() {
+        let a = MDNSResponderEngineTests.records([10, 0, 0, 1])
+        let b = MDNSResponderEngineTests.records([10, 0, 0, 2])
+        #expect(MDNSResponderEngine.isEarlier(MDNSResponderEngine.tiebreakKeys(a), than: MDNSResponderEngine.tiebreakKeys(b)))
+        #expect(!MDNSResponderEngine.isEarlier(MDNSResponderEngine.tiebreakKeys(b), than: MDNSResponderEngine.tiebreakKeys(a)))
+        // More records after an equal prefix sort later.
+        let more = a + [DNSRecord(name: Self.ad.hostName, ttl: 120, data: .aaaa([UInt8](repeating: 0, count: 16)))]
+        #expect(MDNSResponderEngine.isEarlier(MDNSResponderEngine.tiebreakKeys(a), than: MDNSResponderEngine.tiebreakKeys(more)))
+    }
+
+    static func records(_ address: [UInt8]) -> [DNSRecord] { [DNSRecord(name: ad.hostName, ttl: 120, data: .a(address))] }
+
+    @Test func aConflictAfterStartRenamesWithoutAGoodbye() throws {
+        let clock = ManualClock()
+        let probe = Probe()
+        var e = Self.engine(clock, probe)
+        Self.claim(&e, clock)
+        // Someone else announces our instance name with another port.
+        let out = e.receive(Self.datagram(Self.response([DNSRecord(name: Self.ad.instanceName, ttl: 120, cacheFlush: true,
+                                                                   data: .srv(priority: 0, weight: 0, port: 9999, target: DNSName("x.local")))])))
+        // No goodbye: the PTR's data is the other device's too, a TTL 0 would remove it from every cache.
+        #expect(out.isEmpty)
+        #expect(!e.isClaimed)
+        #expect(e.current?.instance == "abcdefghijklmnop (2)")
+        #expect(probe.lines.withLock { $0 }.contains { $0.contains("taken on the network") })
+        // A goodbye from the other device (TTL 0) is no conflict.
+        var e2 = Self.engine(clock)
+        Self.claim(&e2, clock)
+        _ = e2.receive(Self.datagram(Self.response([DNSRecord(name: Self.ad.hostName, ttl: 0, data: .a(Self.other))])))
+        #expect(e2.isClaimed)
+    }
+
+    /// An announcement of ours still in flight when an address went away
+    /// comes back holding the old address: from our own address, no conflict.
+    @Test func aPacketFromAnAddressThisHostHeldIsNoConflict() {
+        let clock = ManualClock()
+        var e = Self.engine(clock)
+        Self.claim(&e, clock)
+        var moved = Self.eth0
+        moved.address = [10, 0, 0, 6]
+        _ = e.update(advertisement: Self.ad, interfaces: [moved])
+        let stale = Self.response([DNSRecord(name: Self.ad.hostName, ttl: 120, cacheFlush: true, data: .a(Self.eth0.address))])
+        _ = e.receive(Self.datagram(stale, from: Self.eth0.address))
+        #expect(e.isClaimed)
+        #expect(e.current?.instance == Self.ad.instance)
+        // The same records from another device are one.
+        _ = e.receive(Self.datagram(stale, from: Self.other))
+        #expect(!e.isClaimed)
+    }
+
+    @Test func manyConflictsInARowSlowProbingDown() {
+        let clock = ManualClock()
+        var e = Self.engine(clock)
+        _ = e.update(advertisement: Self.ad, interfaces: [Self.eth0])
+        for n in 1...MDNSResponderEngine.conflictBurst {
+            _ = e.tick()
+            let name = e.current!.hostName
+            _ = e.receive(Self.datagram(Self.response([DNSRecord(name: name, ttl: 120, data: .a(Self.other))])))
+            #expect(e.current?.instance == "abcdefghijklmnop (\(n + 1))")
+            let wait = e.nextWake.map { $0.milliseconds(since: clock.now) }
+            #expect(wait == (n == MDNSResponderEngine.conflictBurst ? MDNSResponderEngine.conflictBackoff.milliseconds : 0), "conflict \(n)")
+            clock.advance(by: TimeSpan(milliseconds: 100))
+        }
+    }
+
+    @Test func sharedAnswersWaitARandom20To120msUniqueOnesDoNot() throws {
+        let clock = ManualClock()
+        let probe = Probe()
+        var e = Self.engine(clock, probe, pick: { $0 == MDNSResponderEngine.sharedAnswerDelayMs ? 77 : $0.lowerBound })
+        Self.claim(&e, clock)
+        clock.advance(by: .seconds(5))
+        Self.settle(&e, clock)
+        #expect(e.nextWake == nil)
+        let ptrQuery = Self.query([DNSQuestion(name: ServiceAdvertisement.serviceType, type: DNSType.ptr.rawValue)])
+        #expect(e.receive(Self.datagram(ptrQuery)).isEmpty)
+        #expect(probe.ranges.withLock { $0 }.last == 20...120)
+        #expect(e.nextWake == clock.now.adding(TimeSpan(milliseconds: 77)))
+        // The same question again (over the other family, say) joins the waiting answer.
+        #expect(e.receive(Self.datagram(ptrQuery)).isEmpty)
+        clock.advance(by: TimeSpan(milliseconds: 76))
+        #expect(e.tick().isEmpty)
+        clock.advance(by: TimeSpan(milliseconds: 1))
+        let out = e.tick()
+        #expect(out.count == 1)
+        let m = try #require(out.first).message
+        #expect(m.answers.map(\.data) == [.ptr(Self.ad.instanceName)])
+        #expect(m.additionals.count == 4)   // SRV, TXT, A, AAAA
+        // A question for a record only this device holds is answered at once.
+        let srv = e.receive(Self.datagram(Self.query([DNSQuestion(name: Self.ad.instanceName, type: DNSType.srv.rawValue)])))
+        #expect(srv.count == 1)
+        #expect(srv.first?.message.answers.map(\.data.type) == [DNSType.srv.rawValue])
+    }
+
+    @Test func knownAndDuplicateAnswersAreNotSentAgain() throws {
+        let clock = ManualClock()
+        var e = Self.engine(clock)
+        Self.claim(&e, clock)
+        clock.advance(by: .seconds(5))
+        Self.settle(&e, clock)
+        let ptr = DNSRecord(name: ServiceAdvertisement.serviceType, ttl: MDNSResponderEngine.serviceTTL, data: .ptr(Self.ad.instanceName))
+        // Known answer with more than half the TTL left: nothing to say.
+        _ = e.receive(Self.datagram(Self.query([DNSQuestion(name: ServiceAdvertisement.serviceType, type: DNSType.ptr.rawValue)], known: [ptr])))
+        #expect(e.nextWake == nil)
+        // With less than half left, it is answered.
+        var stale = ptr
+        stale.ttl = MDNSResponderEngine.serviceTTL / 2 - 1
+        _ = e.receive(Self.datagram(Self.query([DNSQuestion(name: ServiceAdvertisement.serviceType, type: DNSType.ptr.rawValue)], known: [stale])))
+        #expect(e.nextWake != nil)
+        // Another responder multicasts the same answer while ours waits: ours is dropped.
+        _ = e.receive(Self.datagram(Self.response([ptr])))
+        clock.advance(by: TimeSpan(milliseconds: 200))
+        #expect(e.tick().isEmpty)
+    }
+
+    @Test func aLegacyQuerierGetsItsIDBackShortTTLsAtOnce() throws {
+        let clock = ManualClock()
+        var e = Self.engine(clock)
+        Self.claim(&e, clock)
+        var q = Self.query([DNSQuestion(name: ServiceAdvertisement.serviceType, type: DNSType.ptr.rawValue)])
+        q.id = 0x4242
+        let out = e.receive(Self.datagram(q, port: 40000))
+        #expect(out.count == 1)
+        let p = try #require(out.first)
+        #expect(p.destination == .unicast(address: Self.other, port: 40000, interface: 2))
+        #expect(p.message.id == 0x4242)
+        #expect(p.message.questions == q.questions)
+        #expect((p.message.answers + p.message.additionals).allSatisfy { $0.ttl <= MDNSResponderEngine.legacyTTL && !$0.cacheFlush })
+    }
+
+    @Test func stopSaysGoodbyeOnlyForClaimedNames() throws {
+        let clock = ManualClock()
+        var probing = Self.engine(clock)
+        _ = probing.update(advertisement: Self.ad, interfaces: [Self.eth0])
+        _ = probing.tick()
+        #expect(probing.stop().isEmpty)
+        var e = Self.engine(clock)
+        Self.claim(&e, clock)
+        let bye = e.stop()
+        #expect(bye.count == 1)
+        #expect(try #require(bye.first).message.answers.allSatisfy { $0.ttl == 0 })
+        #expect(e.nextWake == nil)
+    }
+
+    @Test func aNewDayProbesTheNewNameAfterAGoodbyeForTheOld() throws {
+        let clock = ManualClock()
+        var e = Self.engine(clock)
+        Self.claim(&e, clock)
+        let tomorrow = ServiceAdvertisement(instance: "zyxwvutsrqponmlk", port: 7433, txt: Self.ad.txt)
+        let out = e.update(advertisement: tomorrow, interfaces: [Self.eth0])
+        #expect(out.count == 1)
+        #expect(out.first?.message.answers.contains { $0.data == .ptr(Self.ad.instanceName) && $0.ttl == 0 } == true)
+        #expect(!e.isClaimed)
+        let probe = try #require(e.tick().first).message
+        #expect(probe.questions.first?.name == tomorrow.instanceName)
+        // A new TXT (an offer opened) is announced again without probing.
+        Self.claim(&e, clock, tomorrow)
+        clock.advance(by: .seconds(5))
+        Self.settle(&e, clock)
+        var withOffer = tomorrow
+        withOffer.txt.append("o=aaaaaaaaaa")
+        _ = e.update(advertisement: withOffer, interfaces: [Self.eth0])
+        #expect(e.isClaimed)
+        #expect(try #require(e.tick().first).message.answers.contains { $0.data == .txt(withOffer.txt.map { Array($0.utf8) }) })
+    }
+
+    @Test func renamedInstancesAreStillRecognised() {
+        #expect(ServiceAdvertisement.baseTag("abc (2)") == "abc")
+        #expect(ServiceAdvertisement.baseTag("abc (17)") == "abc")
+        #expect(ServiceAdvertisement.baseTag("abc") == "abc")
+        #expect(ServiceAdvertisement.baseTag("abc (1)") == "abc (1)")
+        #expect(ServiceAdvertisement.baseTag("abc(2)") == "abc(2)")
+        #expect(ServiceAdvertisement.baseTag("(2)") == "(2)")
+        #expect(ServiceAdvertisement.baseTag("abc (x)") == "abc (x)")
+        let tags = try! DiscoveryTags(familyKey: DiscoveryTagsTests.key, family: DiscoveryTagsTests.family)
+        let day = DiscoveryTags.day(DiscoveryTagsTests.now)
+        let rec = tags.recogniser(devices: [DiscoveryTagsTests.owner], me: DiscoveryTagsTests.member, now: DiscoveryTagsTests.now)
+        let f = FoundService(instance: tags.deviceTag(DiscoveryTagsTests.owner, day: day) + " (2)", txt: [Array("f=\(tags.familyTag(day: day))".utf8)],
+                             port: 7433, address: "10.0.0.1", interface: "eth0")
+        #expect(rec(f) == .some(DiscoveryTagsTests.owner))
+    }
+}
