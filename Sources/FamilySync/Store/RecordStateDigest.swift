@@ -87,8 +87,9 @@ final class TermScratch {
     private let ctx: OpaquePointer
 
     init() {
+        // Cannot fail short of memory: SHA-256 is in OpenSSL's default provider, which the TLS code needs too.
         md = EVP_MD_fetch(nil, "SHA256", nil)!
-        ctx = EVP_MD_CTX_new()!
+        ctx = EVP_MD_CTX_new()!  // nil only when out of memory
     }
     deinit {
         EVP_MD_CTX_free(ctx)
@@ -100,7 +101,7 @@ final class TermScratch {
         bytes.withUnsafeBufferPointer { b in
             EVP_DigestInit_ex2(ctx, md, nil)
             EVP_DigestUpdate(ctx, b.baseAddress, b.count)
-            EVP_DigestFinal_ex(ctx, out.baseAddress!.assumingMemoryBound(to: UInt8.self), &n)
+            EVP_DigestFinal_ex(ctx, out.baseAddress!.assumingMemoryBound(to: UInt8.self), &n)  // out: a 32-byte tuple's bytes, never empty
         }
     }
 }

@@ -154,7 +154,7 @@ extension Store {
                 continue
             }
             if d.revokedAt == nil, let t = e.revokedAt {
-                try db.run("UPDATE devices SET revoked_at = ? WHERE device_id = ?", [.int(t.milliseconds), .text(e.device)])
+                try mergeRosterEntry(device: d.deviceID, role: d.role, joinedAt: d.joinedAt, revokedAt: t, authoritative: false)
                 revoked.append(e.device)
             }
         }
