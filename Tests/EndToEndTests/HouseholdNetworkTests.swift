@@ -61,6 +61,14 @@ struct HouseholdNetworkTests {
             .deviceTag(try ownerStore.deviceID, day: DiscoveryTags.day(Timestamp.current()))
         let byName = try lab.run(1, "peer-sync", ["connect", "--db", kids[0], "\(tag).local:\(Self.port)"], timeout: 60)
         #expect(byName.status == 0, "\(byName.err)")
+        // The day's tag names nobody tomorrow: the address it resolved to is remembered.
+        #expect(try Self.ownerLastAddress(kids[0]) == "\(lab.address(0)):\(Self.port)")
+        // The host's own NAME.local outlives its address: remembered as typed.
+        if let host = Self.hostLabel {
+            let byHost = try lab.run(1, "peer-sync", ["connect", "--db", kids[0], "\(host).local:\(Self.port)"], timeout: 60)
+            #expect(byHost.status == 0, "\(byHost.err)")
+            #expect(try Self.ownerLastAddress(kids[0]) == "\(host).local:\(Self.port)")
+        }
         let unknown = try lab.run(1, "peer-sync", ["connect", "--db", kids[0], "nobody-here.local:\(Self.port)"], timeout: 60)
         #expect(unknown.status == 69)
         #expect(unknown.err.contains("nobody answered for nobody-here.local on eth0 (\(lab.address(1)))"), "\(unknown.err)")
@@ -88,8 +96,21 @@ struct HouseholdNetworkTests {
         let log = serve.err
         #expect(log.contains("peer-sync: listening on 0.0.0.0:\(Self.port)"))
         #expect(log.contains("advertising _family-sync._tcp on eth0 (\(lab.address(0)))"))
-        #expect(log.components(separatedBy: "peer-sync: session with ").count - 1 == 5, "\(log)")
+        #expect(log.components(separatedBy: "peer-sync: session with ").count - 1 == (Self.hostLabel == nil ? 5 : 6), "\(log)")
     }
+
+    static func ownerLastAddress(_ db: String) throws -> String? {
+        try Tools.run("peer-sync", ["status", "--db", db]).json?["devices"]?.arrayValue?.first { $0["role"]?.stringValue == "owner" }?["lastAddress"]?.stringValue
+    }
+
+    /// This host's name as serve answers for it in `.local` (the namespaces share it), if it has one.
+    static let hostLabel: String? = {
+        var buf = [CChar](repeating: 0, count: 256)
+        guard gethostname(&buf, buf.count - 1) == 0 else { return nil }
+        let first = String(cString: buf).split(separator: ".").first.map(String.init) ?? ""
+        guard !first.isEmpty, first != "localhost", HostPort(parsing: first + ".local:1") != nil else { return nil }
+        return first
+    }()
 
     @Test func nobodyAnsweringIsExit69SayingWhatWasTried() throws {
         let lab = try NetworkLab(devices: 2)

@@ -8,10 +8,11 @@ public struct NetworkInterface: Sendable, Equatable, CustomStringConvertible {
     public var address: [UInt8]
     /// Its IPv6 addresses (link-local included), 16 bytes each, in the order the kernel lists them.
     public var ipv6: [[UInt8]] = []
-    /// The IPv4 address as text, or the first IPv6 one for an interface without IPv4.
+    /// The IPv4 address as text, or for an interface without IPv4 its first
+    /// routable IPv6 one, else its link-local one.
     public var addressText: String {
         if address.count == 4 { return address.map(String.init).joined(separator: ".") }
-        return ipv6.first.map(NetworkInterface.text) ?? "no address"
+        return (ipv6.first { !NetworkInterface.isLinkLocal($0) } ?? ipv6.first).map(NetworkInterface.text) ?? "no address"
     }
     public var description: String { "\(name) (\(addressText))" }
 

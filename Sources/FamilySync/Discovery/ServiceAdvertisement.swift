@@ -38,6 +38,13 @@ public struct ServiceAdvertisement: Sendable, Equatable {
         return r
     }
 
+    /// The tag a host label was made from: without a "-n" a conflict added.
+    public static func baseHostLabel(_ label: String) -> String {
+        guard let dash = label.lastIndex(of: "-"), dash > label.startIndex,
+              let n = Int(label[label.index(after: dash)...]), n > 1 else { return label }
+        return String(label[..<dash])
+    }
+
     /// The tag an instance name was made from: without a " (n)" a conflict added.
     public static func baseTag(_ instance: String) -> String {
         guard instance.hasSuffix(")"), let open = instance.lastIndex(of: "("), open > instance.startIndex,

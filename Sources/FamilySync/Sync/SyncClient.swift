@@ -44,7 +44,13 @@ public final class SyncClient {
     public func sync(with address: HostPort, wait: TimeSpan, expected: String? = nil) throws -> SyncSummary {
         let fam = try requireFamily()
         let me = try store.deviceID
-        var guess = try expected ?? initialGuess(for: address, family: fam, me: me)
+        // A NAME.local is resolved once, here. What is remembered for next
+        // time is the address it resolved to when NAME is one of the family's
+        // day tags (tomorrow it names nobody), else the name as given (a
+        // host's own name outlives its address).
+        let target = found?.candidate.address == address ? address : try LocalNames.resolve(address)
+        let remembered = try isDayTag(address.host) ? target : address
+        var guess = try expected ?? initialGuess(for: remembered, family: fam, me: me)
         var followedHint = false
         let giveUp = Deadline(after: wait)
         var backoff = BusyBackoff()
@@ -52,7 +58,7 @@ public final class SyncClient {
         while true {
             attempt += 1
             let (identity, key) = try sessionKey(server: guess, family: fam, me: me)
-            let channel = try open(address, identity: identity.bytes, key: key)
+            let channel = try open(target, identity: identity.bytes, key: key)
             if !channel.tls.isAuthenticated {
                 let notice = try readNotice(channel, from: address)
                 switch notice {
@@ -75,7 +81,7 @@ public final class SyncClient {
                 }
             }
             emit("session", [("address", .string(address.description)), ("peer", .string(guess))])
-            let session = SyncSession(store: store, family: fam, me: me, peer: SessionPeer(device: guess, address: address.description, side: .client, joined: false),
+            let session = SyncSession(store: store, family: fam, me: me, peer: SessionPeer(device: guess, address: remembered.description, side: .client, joined: false),
                                       channel: channel, options: options, clock: clock, observer: observer, verifier: verifier)
             do {
                 return try session.run()
@@ -96,6 +102,16 @@ public final class SyncClient {
             throw SyncError(.refusedRevoked, peer: address.description, detail: r.message)
         }
         throw SyncError(.refused, peer: address.description, detail: r.message, reason: r.reason.rawValue)
+    }
+
+    /// `host` is a `TAG.local` name a device of this family advertises
+    /// today (or the day before or after), renamed ("TAG-2") or not.
+    private func isDayTag(_ host: String) throws -> Bool {
+        guard LocalNames.isLocal(host), let key = try store.familySecret(), let fam = try store.family() else { return false }
+        let label = ServiceAdvertisement.baseHostLabel(String(host.lowercased().split(separator: ".").first ?? ""))
+        let tags = try DiscoveryTags(familyKey: key, family: fam.id)
+        let days = DiscoveryTags.acceptedDays(clock.now())
+        return try store.devices().contains { d in days.contains { tags.deviceTag(d.deviceID, day: $0) == label } }
     }
 
     /// Which device we expect at an address: the one last reached there, else
