@@ -130,8 +130,9 @@ final class FrameChannel {
     }
 
     private func compact() {
-        // Moving bytes would leave a copy of a secret past the end; it waits for the wipe in flush.
-        if !holdsSecret && outStart > (1 << 20) && outStart * 2 > out.count {
+        if outStart > (1 << 20) && outStart * 2 > out.count {
+            // What was written may hold a secret's text: zero it before the unsent rest moves over it.
+            if holdsSecret { let n = outStart; out.withUnsafeMutableBytes { if let b = $0.baseAddress { explicit_bzero(b, n) } } }
             out.removeFirst(outStart)
             outStart = 0
         }
