@@ -119,7 +119,7 @@ public enum PeerSyncCommand {
     )
 
     /// What `revoke DEVICE` completes to: the IDs `status --device-ids` lists.
-    static let revocable = CompletionKind.listing(["status", "--device-ids"])
+    static let revocable = CompletionKind.listing
 
     static let status = CommandSpec(
         name: "status",
