@@ -96,7 +96,7 @@ public enum Completions {
         case .file: return "mapfile -t COMPREPLY < <(compgen -P \"$pre\" -f -- \"$cur\")"
         case .directory: return "mapfile -t COMPREPLY < <(compgen -P \"$pre\" -d -- \"$cur\")"
         case let .values(v): return "mapfile -t COMPREPLY < <(compgen -P \"$pre\" -W \"\(v.joined(separator: " "))\" -- \"$cur\")"
-        case let .listing(args): return "mapfile -t COMPREPLY < <(compgen -P \"$pre\" -W \"$(\(funcName(tool))_listing \(listingWords(args)))\" -- \"$cur\")"
+        case .listing: return "mapfile -t COMPREPLY < <(compgen -P \"$pre\" -W \"$(\(funcName(tool))_listing \(listingWords(CompletionKind.listingArguments)))\" -- \"$cur\")"
         case .none: return "COMPREPLY=()"
         }
     }
@@ -164,7 +164,7 @@ public enum Completions {
         case .file: return "_files"
         case .directory: return "_files -/"
         case let .values(v): return "(\(v.joined(separator: " ")))"
-        case let .listing(args): return "{\(funcName(tool))_listing \(listingWords(args))}"
+        case .listing: return "{\(funcName(tool))_listing \(listingWords(CompletionKind.listingArguments))}"
         case .none: return " "
         }
     }
@@ -265,7 +265,7 @@ public enum Completions {
                 case .file: line += " -r -F"
                 case .directory: line += " -r -a '(__fish_complete_directories)'"
                 case let .values(v): line += " -x -a \(fishEscape(v.joined(separator: " ")))"
-                case let .listing(args): line += " -x -a \(fishEscape("(\(fishFunction(tool)) \(listingWords(args)))"))"
+                case .listing: line += " -x -a \(fishEscape("(\(fishFunction(tool)) \(listingWords(CompletionKind.listingArguments)))"))"
                 case .none: line += " -x"
                 }
             }
@@ -286,7 +286,7 @@ public enum Completions {
             case .file: line += " -F"
             case .directory: line += " -f -a '(__fish_complete_directories)'"
             case let .values(v): line += " -f -a \(fishEscape(v.joined(separator: " ")))"
-            case let .listing(args): line += " -f -a \(fishEscape("(\(fishFunction(tool)) \(listingWords(args)))"))"
+            case .listing: line += " -f -a \(fishEscape("(\(fishFunction(tool)) \(listingWords(CompletionKind.listingArguments)))"))"
             }
             out.append(line)
         }

@@ -3,8 +3,8 @@ import Testing
 import FamilySync
 
 /// Random star schedules through the built tools: 2 to 4 devices, edits,
-/// deletes, syncs, garbage collection, backups and restores over simulated
-/// months. After every step: no purged record is live again, and no store
+/// deletes, syncs, garbage collection, backups and restores (the owner's
+/// store's too) over simulated months. After every step: no purged record is live again, and no store
 /// purged a tombstone some current device never held (or outdated). At the
 /// end, once every member has synced: every store holds the same records.
 @Suite(.serialized) struct HouseholdPropertyTests {
@@ -30,7 +30,7 @@ import FamilySync
         return out
     }
 
-    @Test(arguments: [11, 53, 67, 71])  // seeds with purges, restores, and 2 and 4 devices
+    @Test(arguments: [11, 53, 67, 71, 1, 3, 10, 17])  // purges, restores (the owner's in 53, 71, 1, 3, 10, 17), 2 and 4 devices
     func randomStarSchedulesConvergeAndNeverResurrect(seed: Int) throws {
         var rng = Seeded(state: UInt64(seed))
         let memberCount = Int.random(in: 1...3, using: &rng)
@@ -91,16 +91,18 @@ import FamilySync
                 }
                 log.append("d\(day) gc \(store.suffix(8))")
             case 8:
+                // Any store's, the owner's included (taken while its serve runs).
                 let copy = h.dir.file("bk-\(step).db")
-                let r = try Tools.run("merge-records", ["--db", member, "--backup", copy])
+                let r = try Tools.run("merge-records", ["--db", store, "--backup", copy])
                 #expect(r.status == 0, "\(r.err)")
-                backups[member] = copy
-                log.append("d\(day) backup \(member.suffix(8))")
+                backups[store] = copy
+                log.append("d\(day) backup \(store.suffix(8))")
             default:
-                if let copy = backups[member] {
-                    for suffix in ["", "-wal", "-shm"] { unlink(member + suffix) }
-                    try FileManager.default.copyItem(atPath: copy, toPath: member)
-                    log.append("d\(day) restore \(member.suffix(8))")
+                if let copy = backups[store] {
+                    if store == h.owner { h.stopServe() }
+                    for suffix in ["", "-wal", "-shm"] { unlink(store + suffix) }
+                    try FileManager.default.copyItem(atPath: copy, toPath: store)
+                    log.append("d\(day) restore \(store.suffix(8))")
                 }
             }
             try observe()

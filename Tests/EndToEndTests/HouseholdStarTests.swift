@@ -42,6 +42,13 @@ final class Star {
 
     func stop() { serve?.stop() }
 
+    /// Stops the owner's serve; the next session starts a new one (after the store was replaced, say).
+    func stopServe() {
+        serve?.stop()
+        serve = nil
+        serveDay = -1
+    }
+
     func join(_ member: String, day d: Int) throws -> ToolResult {
         let offer = try Store(path: owner).makeOffer(ttl: .minutes(10), address: nil, now: base.adding(.days(Int64(d))))
         return try Tools.run("peer-sync", ["join", "--db", member, "--now", day(d), "--connect", try server(day: d).address], input: offer.text + "\n")
@@ -82,6 +89,10 @@ final class Star {
     }
     static func isLive(_ store: String, _ id: String) throws -> Bool {
         try Store(path: store).db.scalarInt("SELECT count(*) FROM records WHERE id = ? AND deleted = 0", [.text(id)]) == 1
+    }
+    /// The version of the signed roster statement a store holds.
+    static func rosterVersion(_ store: String) throws -> Int {
+        Int(try Store(path: store).meta("roster_version") ?? "0") ?? 0
     }
     static func heldBackBy(_ report: JSONValue) -> [String] {
         (report["heldBackBy"]?.arrayValue ?? []).compactMap { $0["deviceId"]?.stringValue }
@@ -164,6 +175,103 @@ final class Star {
         }
         #expect(try Store(path: b).db.scalarText("SELECT line FROM records WHERE id = 'r-0'")?.contains("edited after the restore") == true)
         #expect(Set(try h.all.map { try Household.digest($0) }).count == 1)
+    }
+
+    /// Member to member, the purge floor rules are the same as with the owner
+    /// (docs/protocol.md §4.5): a member restored from an old copy that syncs
+    /// with another member before the owner brings nothing back, and its new
+    /// edits are kept.
+    @Test func aRestoredMemberSyncingWithAnotherMemberFirstBringsNothingBack() throws {
+        let h = try Star(members: 2)
+        defer { h.stop() }
+        let (a, b) = (h.members[0], h.members[1])
+        try h.edit(a, day: 0, (0..<5).map { Self.receipt("r-\($0)", "first") })
+        try h.rounds(2, day: 0)
+        let copy = h.dir.file("a-backup.db")
+        #expect(try Tools.run("merge-records", ["--db", a, "--backup", copy]).status == 0)
+        try h.edit(b, day: 1, ["{\"id\":\"r-3\",\"type\":\"receipt\",\"deleted\":true}"])
+        try h.rounds(3, day: 1)
+        for s in h.all { #expect(try h.gc(s, day: 92).int("purged") == 1) }
+        for suffix in ["", "-wal", "-shm"] { unlink(a + suffix) }
+        try FileManager.default.copyItem(atPath: copy, toPath: a)
+        #expect(try Star.isLive(a, "r-3"))
+        try h.edit(a, day: 93, [Self.receipt("x-1", "after the restore")])
+        // A syncs with B (B serves) before it reaches the owner again.
+        let bServe = try ServeProcess(db: b, dir: h.dir, name: "b-serve", extra: ["--now", h.day(93)])
+        let r = try Tools.run("peer-sync", ["connect", "--db", a, "--now", h.day(93), bServe.address])
+        bServe.stop()
+        #expect(r.status == 0, "\(r.err)")
+        #expect(try !Star.has(b, "r-3"), "B took back a record it purged")
+        #expect(try !Star.has(a, "r-3"), "A kept what B purged")
+        #expect(r.json?.int("records", "purged") ?? 0 >= 1, "\(r.out)")
+        #expect(try Star.isLive(b, "x-1"), "B has A's edit from after the restore")
+        try h.rounds(2, day: 93)
+        for s in h.all {
+            #expect(try !Star.has(s, "r-3"), "\(s): a purged record came back")
+            #expect(try Star.isLive(s, "x-1"), "\(s): the restored store's new edit is kept")
+        }
+        #expect(Set(try h.all.map { try Household.digest($0) }).count == 1)
+    }
+
+    /// The owner's own store restored from its own --backup, taken before a
+    /// revocation, an edit of the owner's, and a delete the family purged.
+    @Test func theOwnersStoreRestoredFromItsOwnOldCopyBringsNothingBackAndKeepsCounting() throws {
+        let h = try Star(members: 3)
+        defer { h.stop() }
+        let (a, b, c) = (h.members[0], h.members[1], h.members[2])
+        try h.edit(a, day: 0, (0..<5).map { Self.receipt("r-\($0)", "first") })
+        try h.rounds(2, day: 0)
+        let copy = h.dir.file("owner-backup.db")
+        let bk = try Tools.run("merge-records", ["--db", h.owner, "--backup", copy])
+        #expect(bk.status == 0, "\(bk.err)")
+        // After the copy: the owner edits, revokes C, and B's delete of r-3 is purged everywhere.
+        try h.edit(h.owner, day: 1, [Self.receipt("o-1", "the owner's, after its backup")])
+        let cID = try Household.device(c)
+        let rv = try Tools.run("peer-sync", ["revoke", "--db", h.owner, "--now", h.day(1), cID])
+        #expect(rv.status == 0, "\(rv.err)")
+        let revokedAt = try #require(rv.json?["revokedAt"]?.stringValue)
+        h.members = [a, b]
+        try h.edit(b, day: 1, ["{\"id\":\"r-3\",\"type\":\"receipt\",\"deleted\":true}"])
+        try h.rounds(3, day: 1)
+        for s in [h.owner, a, b] { #expect(try h.gc(s, day: 92).int("purged") == 1, "\(s)") }
+        let memberVersions = try [a, b].map { try Star.rosterVersion($0) }
+        let memberEpoch = try Store(path: a).familyEpoch
+
+        // The owner's store is restored from the copy: r-3 live, C current, the roster and key of before.
+        h.stopServe()
+        for suffix in ["", "-wal", "-shm"] { unlink(h.owner + suffix) }
+        try FileManager.default.copyItem(atPath: copy, toPath: h.owner)
+        #expect(try Star.isLive(h.owner, "r-3") && !Star.has(h.owner, "o-1"))
+        #expect(try Store(path: h.owner).device(cID)?.revokedAt == nil)
+        try h.edit(h.owner, day: 93, [Self.receipt("o-2", "the owner's, after the restore"), Self.receipt("r-0", "edited after the restore")])
+        try h.rounds(2, day: 93)
+
+        for s in [h.owner, a, b] {
+            #expect(try !Star.has(s, "r-3"), "\(s): a purged record came back")
+            #expect(try Star.isLive(s, "o-1"), "\(s): the owner's edit from after its backup is back")
+            #expect(try Star.isLive(s, "o-2"), "\(s): the owner's edit from after the restore is kept")
+            #expect(try Store(path: s).db.scalarText("SELECT line FROM records WHERE id = 'r-0'")?.contains("edited after the restore") == true, "\(s)")
+        }
+        #expect(Set(try [h.owner, a, b].map { try Household.digest($0) }).count == 1)
+        // The owner took its own later decisions back: C stays revoked at the owner's time, and the
+        // roster counter and the family key's epoch continue above the members'.
+        let o = try Store(path: h.owner)
+        #expect(try o.device(cID)?.revokedAt?.rfc3339 == revokedAt)
+        #expect(try o.familyEpoch > memberEpoch)
+        #expect(try Star.rosterVersion(h.owner) >= memberVersions.max()!)
+        let refused = try h.sync(c, day: 93)
+        #expect(refused.status == 77, "the revoked device stays out: \(refused.err)")
+        // The members accept the owner's next roster: a new device's admission reaches them.
+        let e = h.dir.file("e.db")
+        #expect(try h.join(e, day: 94).status == 0)
+        let eID = try Household.device(e)
+        try h.rounds(1, day: 94)
+        for s in [a, b] {
+            let st = try Store(path: s)
+            #expect(try st.device(eID) != nil, "\(s) applied the owner's roster made after the restore")
+            #expect(try Star.rosterVersion(s) > memberVersions.max()!)
+            #expect(try st.familyEpoch == o.familyEpoch, "\(s) holds the owner's new family key")
+        }
     }
 
     @Test func aLyingMemberCannotRevokeOrAddDevices() throws {

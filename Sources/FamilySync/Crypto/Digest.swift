@@ -63,15 +63,19 @@ public enum Hex {
     public static func decode(_ s: String) -> [UInt8]? {
         let u = Array(s.utf8)
         guard u.count % 2 == 0 else { return nil }
-        let v = digitValue
-        var out = [UInt8]()
-        out.reserveCapacity(u.count / 2)
-        var i = 0
-        while i < u.count {
-            guard let h = v(u[i]), let l = v(u[i + 1]) else { return nil }
-            out.append(h << 4 | l)
-            i += 2
+        var out = [UInt8](repeating: 0, count: u.count / 2)
+        let ok = u.withUnsafeBufferPointer { hex in out.withUnsafeMutableBytes { decode(hex, into: $0) } }
+        return ok ? out : nil
+    }
+
+    /// Decodes `out.count * 2` hex digits into `out` in place (a key's owner
+    /// fills its own storage this way); false if a digit is not hex.
+    public static func decode(_ hex: UnsafeBufferPointer<UInt8>, into out: UnsafeMutableRawBufferPointer) -> Bool {
+        guard hex.count == out.count * 2 else { return false }
+        for i in 0..<out.count {
+            guard let h = digitValue(hex[2 * i]), let l = digitValue(hex[2 * i + 1]) else { return false }
+            out[i] = h << 4 | l
         }
-        return out
+        return true
     }
 }

@@ -53,7 +53,7 @@ public final class SecretBytes: @unchecked Sendable, Equatable {
     }
 
     /// explicit_bzero: a store the compiler may not drop as dead.
-    private static func wipe(_ p: UnsafeMutableRawBufferPointer) {
+    static func wipe(_ p: UnsafeMutableRawBufferPointer) {
         guard let base = p.baseAddress else { return }
         explicit_bzero(base, p.count)
     }

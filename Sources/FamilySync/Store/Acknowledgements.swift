@@ -12,8 +12,10 @@ import CSQLite
 /// and the member's garbage collection purges by it.
 ///
 /// The purge floor is the latest delete time among the tombstones this store
-/// purged. The owner sends it on every contact; a record older than the floor
-/// that the owner does not hold was purged, and is not brought back.
+/// purged (or the floor of a peer that sent it everything it holds): a record
+/// older than the floor that the store does not hold was purged in the
+/// family, and is not brought back. Every side sends it on every contact
+/// (docs/protocol.md §4.5).
 extension Store {
     /// Owner: notes what a completed session with `member` established.
     /// Points that can no longer matter are dropped. Call inside `write`.
@@ -94,18 +96,22 @@ extension Store {
         try setMeta("purge_floor", String(t.milliseconds))
     }
 
-    /// Member, after the owner sent every record it holds: drops this store's
-    /// records (live or not) from before the owner's purge floor whose ids the
-    /// owner did not send. The family purged them (the owner purges a
-    /// tombstone only once every current device heard of it); this store
-    /// still had them because it was restored from an old copy, or was away.
+    /// After a peer sent every record it holds: drops this store's records
+    /// (live or not) from before the peer's purge floor whose ids the peer
+    /// did not send. The family purged them (a tombstone is purged only once
+    /// every current device heard of it); this store still had them because
+    /// it was restored from an old copy (the owner's too), or was away.
     /// A purge, not an edit: no change number is used. Call inside `write`.
     func dropRecordsPurgedElsewhere(floor: Timestamp, keeping ids: Set<String>) throws -> Int {
-        let pick = try db.prepare("SELECT rid, id FROM records WHERE modified_at <= ?")
+        let pick = try db.prepare("SELECT rid, id, line FROM records WHERE modified_at <= ?")
         try pick.bind([.int(floor.milliseconds)])
         var gone: [Int64] = []
-        while try pick.step() {
-            if !ids.contains(pick.text(1)) { gone.append(pick.int64(0)) }
+        try adjustRecordDigest { digest, scratch in
+            while try pick.step() {
+                guard !ids.contains(pick.text(1)) else { continue }
+                gone.append(pick.int64(0))
+                pick.withBytes(1) { id in pick.withBytes(2) { digest.subtract(.init(id: id, line: $0, scratch: scratch)) } }
+            }
         }
         pick.reset()
         for rid in gone {

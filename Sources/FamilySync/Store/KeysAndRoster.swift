@@ -93,6 +93,16 @@ extension Store {
         return epoch
     }
 
+    /// Owner: moves the family to a fresh key at an epoch above both its own
+    /// and `epoch` (a member's, when the owner's store went back in time).
+    /// Returns the new epoch. Call inside `write`.
+    @discardableResult
+    func rotateFamilyKey(above epoch: Int64) throws -> Int64 {
+        let next = max(try familyEpoch, epoch) + 1
+        try setFamilyKey(try SecretBytes.random(count: Store.familySecretBytes), epoch: next)
+        return next
+    }
+
     /// A revoked member admitted again: its own revocation is gone. Call inside
     /// the transaction that stores its new keys.
     func clearSelfRevocationInTransaction() throws {

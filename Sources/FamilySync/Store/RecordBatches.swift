@@ -78,18 +78,29 @@ extension Store {
     /// Returns how many change numbers that used. Inside a write transaction.
     func adoptClampedInTransaction(_ rows: [ClampedRecord]) throws -> Int64 {
         guard !rows.isEmpty else { return 0 }
+        let held = try db.prepare("SELECT id, line FROM records WHERE rid = ? AND seq = ?")
         let u = try db.prepare("UPDATE records SET modified_at = ?, line = ?, seq = ? WHERE rid = ? AND seq = ?")
         let first = try currentChangeSeq
         var seq = first
-        for r in rows {
-            try u.bind(.int(r.time), at: 1)
-            try r.line.withUnsafeBytes { try u.bindText($0, at: 2) }
-            try u.bind(.int(seq + 1), at: 3)
-            try u.bind(.int(r.rid), at: 4)
-            try u.bind(.int(r.seq), at: 5)
-            _ = try u.step()
-            u.reset()
-            if sqlite3_changes(db.handle) > 0 { seq += 1 }  // else the row changed meanwhile: its newer version stands
+        try adjustRecordDigest { digest, scratch in
+            for r in rows {
+                try held.bind([.int(r.rid), .int(r.seq)])
+                defer { held.reset() }
+                // Else the row changed meanwhile: its newer version stands.
+                guard try held.step() else { continue }
+                let id = held.blob(0)
+                held.withBytes(1) { line in id.withUnsafeBytes { digest.subtract(.init(id: $0, line: line, scratch: scratch)) } }
+                held.reset()
+                try u.bind(.int(r.time), at: 1)
+                try r.line.withUnsafeBytes { try u.bindText($0, at: 2) }
+                try u.bind(.int(seq + 1), at: 3)
+                try u.bind(.int(r.rid), at: 4)
+                try u.bind(.int(r.seq), at: 5)
+                _ = try u.step()
+                u.reset()
+                id.withUnsafeBytes { id in r.line.withUnsafeBytes { digest.add(.init(id: id, line: $0, scratch: scratch)) } }
+                seq += 1
+            }
         }
         try setMeta("change_seq", String(seq))
         let used = seq - first

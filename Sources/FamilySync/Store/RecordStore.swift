@@ -215,21 +215,6 @@ extension Store {
         while try s.step() { try s.withBytes(0, body) }
     }
 
-    /// A digest of the whole record state: equal on two devices exactly when
-    /// they hold the same versions of the same ids.
-    public func recordStateDigest() throws -> String {
-        var h = SHA256()
-        let s = try db.prepare("SELECT id, line FROM records ORDER BY id")
-        defer { s.reset() }
-        while try s.step() {
-            s.withBytes(0) { h.update($0) }
-            h.update([0])
-            s.withBytes(1) { h.update($0) }
-            h.update([0x0A])
-        }
-        return Hex.encode(h.finalize())
-    }
-
     public var currentChangeSeq: Int64 { get throws { Int64(try meta("change_seq") ?? "0") ?? 0 } }
 
     /// How many record rows the store holds: (live, tombstones).
@@ -246,7 +231,18 @@ final class RecordApplier {
     let store: Store
     let db: Database
     let select: Statement, insert: Statement, update: Statement
-    let deletePhotos: Statement, insertPhoto: Statement
+    /// Prepared on first use: most batches name no photos and edit nothing
+    /// locally, and a session's process prepares each statement afresh.
+    private var deletePhotosStatement: Statement?, insertPhotoStatement: Statement?, selectHeldStatement: Statement?
+    private func statement(_ cached: inout Statement?, _ sql: String) throws -> Statement {
+        if let s = cached { return s }
+        let s = try db.prepare(sql)
+        cached = s
+        return s
+    }
+    private var deletePhotos: Statement { get throws { try statement(&deletePhotosStatement, "DELETE FROM record_photos WHERE record = ?") } }
+    private var insertPhoto: Statement { get throws { try statement(&insertPhotoStatement, "INSERT OR IGNORE INTO record_photos (sha256, record) VALUES (?, ?)") } }
+    private var selectHeld: Statement { get throws { try statement(&selectHeldStatement, "SELECT type, line FROM records WHERE id = ?") } }
     let now: Timestamp
     let clampLimit: Int64
     /// This device's id, when applying local edits.
@@ -255,9 +251,11 @@ final class RecordApplier {
     var purgeFloor: Int64?
     /// A local delete that named only its id: the held record's type, for its line.
     private var heldType: [UInt8]?
-    private let selectHeld: Statement
     var seq: Int64
     var summary = ApplySummary()
+    /// The record-state digest, kept current row by row (RecordStateDigest.swift).
+    private var digest: RecordDigestSum
+    private let digestScratch = TermScratch()
     /// Change numbers whose replacement is reported in `summary.displaced`.
     var watching: ClosedRange<Int64>?
     private var scratch: [UInt8] = []
@@ -265,7 +263,7 @@ final class RecordApplier {
     init(store: Store, now: Timestamp, stamping: Bool) throws {
         self.store = store
         db = store.db
-        select = try db.prepare("SELECT rid, modified_at, device_id, deleted, photo_count, seq FROM records WHERE id = ?")
+        select = try db.prepare("SELECT rid, modified_at, device_id, deleted, photo_count, seq, line FROM records WHERE id = ?")
         insert = try db.prepare("""
             INSERT INTO records (id, type, modified_at, device_id, deleted, line, seq, photo_count) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
             ON CONFLICT(id) DO NOTHING
@@ -274,17 +272,16 @@ final class RecordApplier {
             UPDATE records SET type = ?2, modified_at = ?3, device_id = ?4, deleted = ?5, line = ?6, seq = ?7, photo_count = ?8
             WHERE rid = ?1
             """)
-        deletePhotos = try db.prepare("DELETE FROM record_photos WHERE record = ?")
-        selectHeld = try db.prepare("SELECT type, line FROM records WHERE id = ?")
-        insertPhoto = try db.prepare("INSERT OR IGNORE INTO record_photos (sha256, record) VALUES (?, ?)")
         self.now = now
         clampLimit = LWW.clamp(Timestamp.latest, now: now).milliseconds
         me = stamping ? Array(try store.deviceID.utf8) : nil
         seq = try store.currentChangeSeq
+        digest = try store.storedRecordDigest()
     }
 
     func finish() throws {
         try store.setMeta("change_seq", String(seq))
+        try store.setStoredRecordDigest(digest)
     }
 
     @inline(__always)
@@ -384,6 +381,12 @@ final class RecordApplier {
                                       remoteTime: Timestamp(milliseconds: time), remoteDeleted: deleted,
                                       remoteDevice: UnsafeBufferPointer(start: dp, count: dn))
                 }
+                if decision.takeRemote, let lp = sqlite3_column_blob(select.stmt, 6) {
+                    // The held version leaves the digest (the incoming one joins it in writeRow).
+                    let ln = Int(sqlite3_column_bytes(select.stmt, 6))
+                    digest.subtract(.init(id: UnsafeRawBufferPointer(start: idp, count: idn), line: UnsafeRawBufferPointer(start: lp, count: ln),
+                                          scratch: digestScratch))
+                }
                 sqlite3_reset(select.stmt)
                 if decision.takeRemote {
                     _ = try writeRow(base, r, stmt: update, rid: rid, idp: idp, idn: idn, time: time,
@@ -391,9 +394,10 @@ final class RecordApplier {
                     seq += 1
                     if let w = watching, w.contains(heldSeq) { summary.displaced.append(rid) }
                     if heldPhotos > 0 {
-                        sqlite3_bind_int64(deletePhotos.stmt, 1, rid)
-                        let rc = sqlite3_step(deletePhotos.stmt)
-                        sqlite3_reset(deletePhotos.stmt)
+                        let dp = try deletePhotos
+                        sqlite3_bind_int64(dp.stmt, 1, rid)
+                        let rc = sqlite3_step(dp.stmt)
+                        sqlite3_reset(dp.stmt)
                         if rc != SQLITE_DONE { try db.check(rc, "updating photo references") }
                     }
                 }
@@ -407,11 +411,12 @@ final class RecordApplier {
                 return
             }
             if photoCount > 0 {
+                let ip = try insertPhoto
                 try RecordScanner.forEachPhoto(base, r) { h in
-                    try bindText(insertPhoto, 1, h, 64)
-                    sqlite3_bind_int64(insertPhoto.stmt, 2, rid)
-                    let rc = sqlite3_step(insertPhoto.stmt)
-                    sqlite3_reset(insertPhoto.stmt)
+                    try bindText(ip, 1, h, 64)
+                    sqlite3_bind_int64(ip.stmt, 2, rid)
+                    let rc = sqlite3_step(ip.stmt)
+                    sqlite3_reset(ip.stmt)
                     if rc != SQLITE_DONE { try db.check(rc, "recording photo references") }
                 }
             }
@@ -425,6 +430,7 @@ final class RecordApplier {
 
     /// The type and line held for an id, if any.
     private func heldVersion(_ idp: UnsafePointer<UInt8>, _ idn: Int) throws -> (type: [UInt8], line: [UInt8])? {
+        let selectHeld = try self.selectHeld
         try bindText(selectHeld, 1, idp, idn)
         defer { sqlite3_reset(selectHeld.stmt) }
         let rc = sqlite3_step(selectHeld.stmt)
@@ -474,7 +480,10 @@ final class RecordApplier {
                     let rc = sqlite3_step(s.stmt)
                     sqlite3_reset(s.stmt)
                     if rc != SQLITE_DONE { try db.check(rc, "writing a record") }
-                    return sqlite3_changes(db.handle) > 0
+                    guard sqlite3_changes(db.handle) > 0 else { return false }
+                    digest.add(.init(id: UnsafeRawBufferPointer(start: idp, count: idn), line: UnsafeRawBufferPointer(start: lineP, count: lineN),
+                                     scratch: digestScratch))
+                    return true
                 }
             }
         }

@@ -107,7 +107,16 @@ enum Schema {
             PRIMARY KEY (device, peer_seq)
         ) WITHOUT ROWID;
         """,
+        // Version 3: meta 'record_digest', the record-state digest kept current
+        // by every write (RecordStateDigest.swift). Store.migrate computes it
+        // once over the records already held; this step only clears a stale one.
+        """
+        DELETE FROM meta WHERE key = 'record_digest';
+        """,
     ]
+
+    /// The first version whose stores keep the record-state digest in `meta`.
+    static let keptDigestVersion: Int32 = 3
 
     static var currentVersion: Int32 { Int32(migrations.count) }
 }

@@ -166,6 +166,7 @@ public final class Store {
             let v = Int32(try db.scalarInt("PRAGMA user_version") ?? 0)
             guard v < Schema.currentVersion else { return }
             for i in Int(v)..<Schema.migrations.count { try db.execute(Schema.migrations[i]) }
+            if v < Schema.keptDigestVersion { try setStoredRecordDigest(try computeRecordDigest()) }
             if v == 0 {
                 try db.run("INSERT INTO meta (key, value) VALUES ('device_id', ?), ('created_at', ?), ('change_seq', '0')",
                            [.text(try randomUUID()), .text(Timestamp.current().rfc3339)])

@@ -127,7 +127,7 @@ extension Store {
             let maxRid = try db.scalarInt("SELECT max(rid) FROM records") ?? 0
             let purge = try db.prepare("""
                 DELETE FROM records WHERE rid > ?1 AND rid <= ?2 AND +deleted = 1 AND +modified_at < ?3 AND +seq <= ?4
-                RETURNING modified_at
+                RETURNING modified_at, id, line
                 """)
             while lo < maxRid {
                 let hi = min(lo + span, maxRid)
@@ -138,9 +138,12 @@ extension Store {
                     defer { purge.reset() }
                     var n = 0
                     var latest = Int64.min
-                    while try purge.step() {
-                        n += 1
-                        latest = max(latest, purge.int64(0))
+                    try adjustRecordDigest { digest, scratch in
+                        while try purge.step() {
+                            n += 1
+                            latest = max(latest, purge.int64(0))
+                            purge.withBytes(1) { id in purge.withBytes(2) { digest.subtract(.init(id: id, line: $0, scratch: scratch)) } }
+                        }
                     }
                     if n > 0 { try raisePurgeFloor(to: Timestamp(milliseconds: latest)) }
                     return n

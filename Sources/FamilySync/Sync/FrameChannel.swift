@@ -63,7 +63,7 @@ final class FrameChannel {
     func sendSecret(_ type: FrameType, json: JSONValue) {
         var payload = Array(json.serialized.utf8)
         send(type, payload)
-        payload.withUnsafeMutableBytes { if let b = $0.baseAddress { explicit_bzero(b, $0.count) } }
+        payload.withUnsafeMutableBytes(SecretBytes.wipe)
         holdsSecret = true
     }
 
@@ -121,7 +121,7 @@ final class FrameChannel {
             }
         }
         if holdsSecret {
-            out.withUnsafeMutableBytes { if let b = $0.baseAddress { explicit_bzero(b, $0.count) } }
+            out.withUnsafeMutableBytes(SecretBytes.wipe)
             holdsSecret = false
         }
         out.removeAll(keepingCapacity: out.capacity <= (8 << 20))
@@ -130,8 +130,9 @@ final class FrameChannel {
     }
 
     private func compact() {
-        // Moving bytes would leave a copy of a secret past the end; it waits for the wipe in flush.
-        if !holdsSecret && outStart > (1 << 20) && outStart * 2 > out.count {
+        if outStart > (1 << 20) && outStart * 2 > out.count {
+            // What was written may hold a secret's text: zero it before the unsent rest moves over it.
+            if holdsSecret { let n = outStart; out.withUnsafeMutableBytes { SecretBytes.wipe(.init(rebasing: $0[..<n])) } }
             out.removeFirst(outStart)
             outStart = 0
         }

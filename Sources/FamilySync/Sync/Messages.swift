@@ -76,14 +76,8 @@ struct FieldReader {
     func hexKey(_ k: String) throws(ProtocolError) -> SecretBytes {
         var s = try string(k, maxBytes: 128)
         let key: SecretBytes? = s.withUTF8 { hex in
-            guard hex.count == SessionKeys.keyBytes * 2 else { return nil }
-            var valid = true
-            let key = SecretBytes(count: SessionKeys.keyBytes) { out in
-                for i in 0..<out.count {
-                    guard let hi = Hex.digitValue(hex[2 * i]), let lo = Hex.digitValue(hex[2 * i + 1]) else { valid = false; return }
-                    out[i] = hi << 4 | lo
-                }
-            }
+            var valid = false
+            let key = SecretBytes(count: SessionKeys.keyBytes) { valid = Hex.decode(hex, into: $0) }
             return valid ? key : nil
         }
         guard let key else { throw fail(k, "not a 32-byte key in hex") }
@@ -209,7 +203,7 @@ struct FamilyMessage {
     var acked: Int64?
     /// Owner only: the current devices that have not yet heard the receiver's latest changes.
     var waitingFor: [(device: String, lastSynced: Timestamp?)] = []
-    /// Owner only: the latest delete time among the tombstones it purged.
+    /// Every side: its purge floor, the latest delete time among the tombstones it purged (§4.5).
     var purgeFloor: Timestamp?
 
     /// The most product IDs a policy may list.

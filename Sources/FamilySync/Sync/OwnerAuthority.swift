@@ -130,6 +130,39 @@ extension Store {
         return signed
     }
 
+    /// Owner: a statement signed with this owner's own roster key, relayed
+    /// by a member, that is newer than the one this store holds: the store
+    /// went back in time (restored from a copy taken before the roster last
+    /// changed), and the statement is what the owner decided since
+    /// (docs/protocol.md §4.6). The owner takes its word back: it holds the
+    /// statement, so the next one it makes counts on from there; every
+    /// device the statement lists as revoked is revoked here too, at the
+    /// statement's time; a revocation this store holds stays (fail closed).
+    /// A device the statement lists that this store does not know joined
+    /// after the copy was taken: its device key is not here, so it is left
+    /// out (and must pair again). When a device was revoked here, the family
+    /// moves to a fresh key above `peerEpoch`. Returns nil when the statement
+    /// is not the owner's, not this family's, or not newer. Call inside `write`.
+    func adoptOwnRoster(_ signed: SignedRoster, family: FamilyInfo, peerEpoch: Int64) throws -> (version: Int64, revoked: [String], unknown: [String])? {
+        guard let statement = try? signed.verified(publicKey: try ownerRosterPublicKey()), statement.family == family.id,
+              statement.version > (try heldRosterVersion) else { return nil }
+        let me = try deviceID
+        var revoked: [String] = [], unknown: [String] = []
+        for e in statement.devices where e.device != me {
+            guard let d = try device(e.device) else {
+                if e.revokedAt == nil { unknown.append(e.device) }
+                continue
+            }
+            if d.revokedAt == nil, let t = e.revokedAt {
+                try mergeRosterEntry(device: d.deviceID, role: d.role, joinedAt: d.joinedAt, revokedAt: t, authoritative: false)
+                revoked.append(e.device)
+            }
+        }
+        try holdRoster(signed, version: statement.version)
+        if !revoked.isEmpty { try rotateFamilyKey(above: peerEpoch) }
+        return (statement.version, revoked, unknown)
+    }
+
     // MARK: Both sides
 
     /// The newest signed roster this store holds (made, or received from the owner or relayed).

@@ -76,14 +76,21 @@ final class SyncSession {
     private var peerRecordsEnded = false
     /// Change numbers our store used for the peer's records this session.
     private var seqsUsedForPeer: Int64 = 0
-    /// A member with the owner: the ids the owner sent, and the owner's purge
-    /// floor, for dropping what the owner purged (when it sent everything).
-    private var idsFromOwner = Set<String>()
-    private var ownerPurgeFloor: Timestamp?
-    /// The owner with a member: incoming records it does not hold that are
-    /// older than this were purged here, and are not taken back.
+    /// The purge floor rules (docs/protocol.md §4.5), on every session but
+    /// one with a store new to the family: the ids the peer sent and its
+    /// purge floor, for dropping what the peer purged when it sent everything
+    /// it holds (and then taking its floor);
+    private var idsFromPeer = Set<String>()
+    private var peerPurgeFloor: Timestamp?
+    private var peerSentEverything = false
+    /// and our own floor as the session began: incoming versions of ids we
+    /// do not hold, from before it, were purged here and are not taken back.
     private var incomingFloor: Timestamp?
-    private var isMemberWithOwner: Bool { family.role == .member && peer.device == family.ownerDevice }
+    private var floorRulesApply: Bool { !peer.newToFamily }
+    /// A member: what the owner said every device acknowledged, kept once
+    /// the session completes (by then this store holds what the owner held
+    /// when it said so, so a purge by it never races the records it implies).
+    private var pendingAcknowledgement: (acked: Int64, waitingFor: [(device: String, lastSynced: Timestamp?)])?
 
     private let waves: PhotoWaves
     private let responder: PhotoResponder
@@ -202,7 +209,14 @@ final class SyncSession {
         if !continuous && family.role == .owner {
             try store.write { try store.forgetAcknowledgementPoints(member: peer.device) }
         }
-        if family.role == .owner && h.role == .member && !peer.newToFamily { incomingFloor = try store.purgeFloor }
+        if floorRulesApply { incomingFloor = try store.purgeFloor }
+        // A member holding a later family key than the owner's: the owner's
+        // store went back in time (restored from a copy taken before a
+        // revocation). The owner moves on to a fresh key above the member's,
+        // so no key a revoked device may hold stays in use (§4.6).
+        if family.role == .owner, h.epoch > (try store.familyEpoch) {
+            _ = try store.write { try store.rotateFamilyKey(above: h.epoch) }
+        }
         // How many records are coming at most, for progress: the peer's changes after where it sends from.
         let peerSendsAfter = continuous ? myRecv : 0
         let expected: JSONValue = h.changes.map { .int(max(0, $0 - (peerSendsAfter <= $0 ? peerSendsAfter : 0))) } ?? .null
@@ -241,7 +255,7 @@ final class SyncSession {
         message.rosterKey = rosterKey
         message.acked = ack?.acked
         message.waitingFor = ack?.waitingFor ?? []
-        if family.role == .owner { message.purgeFloor = try store.purgeFloor }
+        message.purgeFloor = try store.purgeFloor
         channel.sendSecret(.family, json: message.json)
         let g = try nextFrame(expecting: "FAMILY")
         guard g.type == .family else { throw ProtocolError("expected FAMILY, got \(g.type.name)") }
@@ -294,6 +308,7 @@ final class SyncSession {
         var newKey = false
         var received = EntitlementExchange.Received.none
         var rosterOutcome: Store.RosterOutcome?
+        var adopted: (version: Int64, revoked: [String], unknown: [String])?
         try store.write {
             if family.role == .member {
                 if fromOwner, let k = m.rosterKey {
@@ -308,9 +323,13 @@ final class SyncSession {
                     try store.setFamilyKey(k, epoch: m.epoch)
                     newKey = true
                 }
-                if let a = m.acked { try store.setFamilyAcknowledgement(acked: a, waitingFor: m.waitingFor) }
-                ownerPurgeFloor = m.purgeFloor
+                if let a = m.acked { pendingAcknowledgement = (a, m.waitingFor) }
             }
+            if family.role == .owner, let r = m.roster {
+                // Its own statement, newer than the one it holds: this store went back in time.
+                adopted = try store.adoptOwnRoster(r, family: family, peerEpoch: h.epoch)
+            }
+            peerPurgeFloor = m.purgeFloor
             if let p = m.proof {
                 received = try EntitlementExchange.receiveInTransaction(p, from: h.device, store: store, verifier: verifier, now: now)
             }
@@ -328,6 +347,12 @@ final class SyncSession {
             emit("warning", [("message", .string("roster from \(peerName) ignored: \(why)"))])
         case .old?, nil:
             break
+        }
+        if let adopted {
+            emit("roster", [("version", .int(adopted.version)), ("adopted", .bool(true)), ("revoked", .array(adopted.revoked.map { .string($0) }))])
+            for d in adopted.unknown {
+                emit("warning", [("message", .string("device \(d) joined after this store's copy was taken; its device key is not in this store, so it must pair again with a new offer"))])
+            }
         }
         if newKey {
             // The old family key's pages leave the log and the file now, not at some later checkpoint.
@@ -468,14 +493,17 @@ final class SyncSession {
                 throw ProtocolError("RECORDS-END counts \(count) records, but \(summary.recordsReceived) arrived")
             }
             peerRecordsEnded = true
-            // The owner sent everything it holds: what we hold from before its
-            // purge floor and it did not send was purged in the family.
-            if isMemberWithOwner, peerAfter == 0, !peer.newToFamily, let floor = ownerPurgeFloor {
-                let n = try store.write { try store.dropRecordsPurgedElsewhere(floor: floor, keeping: idsFromOwner) }
-                summary.recordsPurged += Int64(n)
-                if n > 0 { emit("purged", [("records", .int(n)), ("floor", .string(floor.rfc3339))]) }
+            // The peer sent everything it holds: what we hold from before its
+            // purge floor and it did not send was purged in the family (§4.5).
+            if floorRulesApply, peerAfter == 0 {
+                peerSentEverything = true
+                if let floor = peerPurgeFloor {
+                    let n = try store.write { try store.dropRecordsPurgedElsewhere(floor: floor, keeping: idsFromPeer) }
+                    summary.recordsPurged += Int64(n)
+                    if n > 0 { emit("purged", [("records", .int(n)), ("floor", .string(floor.rfc3339))]) }
+                }
             }
-            idsFromOwner = []
+            idsFromPeer = []
             waves.recordsArrived()
         case .photoRequest:
             guard peerDone == nil else { throw ProtocolError("PHOTO-REQUEST after DONE") }
@@ -535,14 +563,17 @@ final class SyncSession {
             let r: Record
             do { r = try Record(line: line) } catch { throw bad("\(error)") }
             // A non-canonical time would be rewritten here and leave the sender's copy different.
-            guard r.line.utf8.elementsEqual(payload[start..<end]) else { throw bad("modifiedAt: not in canonical form YYYY-MM-DDTHH:MM:SS.sssZ") }
+            let canonical = r.line.utf8.withContiguousStorageIfAvailable { l in
+                payload.withUnsafeBufferPointer { l.elementsEqual(UnsafeBufferPointer(rebasing: $0[start..<end])) }
+            } ?? r.line.utf8.elementsEqual(payload[start..<end])
+            guard canonical else { throw bad("modifiedAt: not in canonical form YYYY-MM-DDTHH:MM:SS.sssZ") }
             guard r.modifiedAt.milliseconds <= ownLimit else {
                 throw bad("modifiedAt: \(r.modifiedAt.rfc3339) is later than this device's clock allows (\(Timestamp(milliseconds: ownLimit).rfc3339)); the sender must pull it back to that")
             }
             records.append(r)
             start = end + 1
         }
-        if isMemberWithOwner { for r in records { idsFromOwner.insert(r.id) } }
+        if floorRulesApply { for r in records { idsFromPeer.insert(r.id) } }
         let now = clock.now()
         let watching: ClosedRange<Int64>? = !rangeExhausted && sendAfter < snapshot ? (sendAfter + 1)...snapshot : nil
         let s = try store.write { try store.applyRemoteInTransaction(records, now: now, watching: watching, purgeFloor: incomingFloor) }
@@ -578,6 +609,9 @@ final class SyncSession {
             if family.role == .owner {
                 try store.recordAcknowledgementPoint(member: peer.device, peerSeq: theirs.upTo, ownSeq: try store.currentChangeSeq)
             }
+            if let a = pendingAcknowledgement { try store.setFamilyAcknowledgement(acked: a.acked, waitingFor: a.waitingFor) }
+            // We now hold all the peer held (or newer): what neither holds from before its floor was purged.
+            if peerSentEverything, let f = peerPurgeFloor { try store.raisePurgeFloor(to: f) }
         }
         summary.lastSynced = now
         // The name as it stands now: this session's roster may have renamed the peer.

@@ -119,7 +119,7 @@ public enum PeerSyncCommand {
     )
 
     /// What `revoke DEVICE` completes to: the IDs `status --device-ids` lists.
-    static let revocable = CompletionKind.listing(["status", "--device-ids"])
+    static let revocable = CompletionKind.listing
 
     static let status = CommandSpec(
         name: "status",
@@ -185,12 +185,14 @@ public enum PeerSyncCommand {
             Each session prints one JSON object on standard output: peer (the \
             other device's ID), peerName (its name, or null), address, side (client or server), joined, \
             records {sent, received, applied, clamped: sent with modifiedAt \
-            pulled back to the peer's clock + 5 minutes, and kept so}, photos {sent, received, \
+            pulled back to the peer's clock + 5 minutes, and kept so, purged: \
+            versions not taken, or records dropped, because the family purged \
+            them (the purge floor)}, photos {sent, received, \
             unavailable, wanted, waves}, bytes {sent, received, perSecond}, \
             durationMs, clockSkew {ms, reported}, lastSynced, proof {sent, \
             received {state: none, known, kept, rejected or not-judged}}, and digest \
-            {local, peer, equal}: SHA-256 digests of both sides' record state, \
-            equal when the two hold the same versions.
+            {local, peer, equal}: digests of both sides' record state (sums of \
+            per-record SHA-256), equal when the two hold the same versions.
             """),
             ("Events", """
             With --events, each line is a JSON object with event and time: \

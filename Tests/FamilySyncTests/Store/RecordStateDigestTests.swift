@@ -1,0 +1,87 @@
+import Foundation
+import Testing
+@testable import FamilySync
+
+/// The record-state digest is kept current by every write to the records
+/// table (RecordStateDigest.swift): after any mix of remote applies, local
+/// edits and deletes, clamped versions adopted, tombstones purged and
+/// records dropped as purged elsewhere, the kept digest equals the one
+/// computed afresh from the rows, and it depends on the state only.
+@Suite struct RecordStateDigestTests {
+    static let now = "2026-12-01T00:00:00Z"
+
+    @Test func anEmptyStoreAndOneRecordMatchTheDefinition() throws {
+        let (store, dir) = try RT.store()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        #expect(try store.recordStateDigest() == String(repeating: "0", count: 64))
+        let line = RT.line("r-1", "2026-11-30T10:00:00.000Z", "D1")
+        _ = try RT.apply(store, line)
+        // One record: the sum of one term is SHA-256(id ‖ 0x00 ‖ line ‖ 0x0A) itself.
+        #expect(try store.recordStateDigest() == Hex.encode(SHA256.hash(Array("r-1".utf8) + [0] + Array(line.utf8) + [0x0A])))
+    }
+
+    @Test(arguments: Array(UInt64(1)...12))
+    func theKeptDigestFollowsEveryKindOfWrite(seed: UInt64) throws {
+        var rng = SplitMix64(seed: seed)
+        let (store, dir) = try RT.store()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        func check(_ step: String) throws {
+            #expect(try store.recordStateDigest() == store.recomputedRecordStateDigest(), "seed \(seed), after \(step)")
+        }
+        let ids = (0..<30).map { "r-\($0)" } + ["ü", "a\"b"]
+        let days = ["2026-06-01", "2026-08-15", "2026-11-30"]
+        for round in 0..<12 {
+            switch Int.random(in: 0..<5, using: &rng) {
+            case 0, 1:
+                // Remote versions, some later than the clamp allows.
+                let lines = (0..<Int.random(in: 1...20, using: &rng)).map { _ in
+                    let day = Int.random(in: 0..<5, using: &rng) == 0 ? "2027-01-01" : days.randomElement(using: &rng)!
+                    return RT.line(ids.randomElement(using: &rng)!, "\(day)T10:00:00.\(100 + round)Z", ["D1", "D2"].randomElement(using: &rng)!,
+                                   deleted: Int.random(in: 0..<3, using: &rng) == 0, data: "{\"n\":\(round)}")
+                }
+                _ = try RT.apply(store, lines.joined(separator: "\n"), now: Self.now)
+                try check("remote applies")
+            case 2:
+                // Local edits and deletes (a delete by id alone of a held record).
+                let held = try store.exportRecords(afterSeq: 0, limit: 1000).lines.compactMap { try? Record(line: $0) }.filter { !$0.deleted }
+                var lines = (0..<Int.random(in: 1...5, using: &rng)).map { _ in
+                    "{\"id\":\"\(ids.randomElement(using: &rng)!.replacingOccurrences(of: "\"", with: "\\\""))\",\"type\":\"receipt\",\"data\":{\"edit\":\(round)}}"
+                }
+                if let victim = held.randomElement(using: &rng) { lines.append(JSONValue.object([("id", .string(victim.id)), ("deleted", .bool(true))]).serialized) }
+                _ = try RT.apply(store, lines.joined(separator: "\n"), stamping: true, now: Self.now)
+                try check("local edits")
+            case 3:
+                // A peer's clock is behind: what goes out is pulled back and kept so here.
+                let limit = RT.t("2026-11-30T00:00:00Z").milliseconds
+                let b = try store.exportRecordBatch(after: 0, upTo: try store.currentChangeSeq, maxCount: 1000, maxBytes: 1 << 20, clampAbove: limit)
+                _ = try store.write { try store.adoptClampedInTransaction(b.clamped) }
+                try check("clamped versions adopted")
+            default:
+                // Tombstones purged by age, then old records dropped as purged elsewhere.
+                _ = try store.collectGarbage(now: RT.t("2027-03-01T00:00:00Z"))
+                try check("garbage collection")
+                let keep = Set(ids.filter { _ in Bool.random(using: &rng) })
+                _ = try store.write { try store.dropRecordsPurgedElsewhere(floor: RT.t("2026-07-01T00:00:00Z"), keeping: keep) }
+                try check("records dropped as purged elsewhere")
+            }
+        }
+        // The state alone decides: a store given the same rows in another order has the same digest.
+        let (other, dir2) = try RT.store()
+        defer { try? FileManager.default.removeItem(atPath: dir2) }
+        let lines = try store.exportRecords(afterSeq: 0, limit: 1000).lines.shuffled(using: &rng)
+        _ = try other.applyRemote(try lines.map { try Record(line: $0) }, now: RT.t("9000-01-01T00:00:00Z"))
+        #expect(try other.recordStateDigest() == store.recordStateDigest(), "seed \(seed)")
+    }
+
+    /// A store from before the kept digest (schema version 2) gets it computed once, on opening.
+    @Test func aStoreFromVersionTwoGetsItsDigestOnOpening() throws {
+        let (store, dir) = try RT.store()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        _ = try RT.apply(store, (0..<50).map { RT.line("r-\($0)", "2026-11-30T10:00:00.000Z", "D1") }.joined(separator: "\n"))
+        let expected = try store.recomputedRecordStateDigest()
+        try store.db.execute("UPDATE meta SET value = '\(String(repeating: "f", count: 64))' WHERE key = 'record_digest'; PRAGMA user_version = 2")
+        let reopened = try Store(path: store.path)
+        #expect(try reopened.db.scalarInt("PRAGMA user_version") == Int64(Schema.currentVersion))
+        #expect(try reopened.recordStateDigest() == expected)
+    }
+}
