@@ -17,7 +17,10 @@ import Foundation
 ///   that hold a record of a shared set (the service's PTR) after a random
 ///   20-120 ms so the answers of several devices do not collide; known
 ///   answers in the query (section 7.1) and answers another responder
-///   already multicast while ours waited (section 7.4) are left out.
+///   already multicast while ours waited (section 7.4) are left out. A
+///   query with the TC bit has more known answers to come in the querier's
+///   next packets (section 7.2): it is answered 400-500 ms later, with the
+///   known answers of every packet that came from that querier meanwhile.
 /// - Conflicts after start (section 9): a response that claims our names
 ///   with other data sends the engine back to probing under a new name.
 struct MDNSResponderEngine {
@@ -40,6 +43,13 @@ struct MDNSResponderEngine {
     static let announcementOffsetsMs: [Int64] = [0, 1000, 3000]
     /// Section 6: the random delay before an answer holding a shared record.
     static let sharedAnswerDelayMs: ClosedRange<Int64> = 20...120
+    /// Section 7.2: how long a truncated query waits for the rest of its
+    /// known answers (from its last truncated packet).
+    static let truncatedWaitMs: ClosedRange<Int64> = 400...500
+    /// Truncated queries waiting at once, one per querier; a query beyond
+    /// these is answered with the known answers it carries. Their known
+    /// answers together are held to `DNSLimits.maxEntries`, one packet's worth.
+    static let maxTruncatedQueries = 32
 
     /// Where a packet goes: the mDNS group out of one interface, or straight
     /// back to a querier that asked from a port other than 5353.
@@ -80,6 +90,8 @@ struct MDNSResponderEngine {
     /// `ownAddresses` stops growing here (a host renumbered this often is broken anyway).
     static let maxOwnAddresses = 64
     private var pending: [(due: Deadline, interface: UInt32, answers: [DNSRecord], additionals: [DNSRecord])] = []
+    /// Truncated queries collecting known answers (section 7.2), by querier address and interface.
+    private var truncated: [(source: [UInt8], interface: UInt32, due: Deadline, query: DNSMessage)] = []
 
     init(clock: MonotonicClock = .system, random: @escaping (ClosedRange<Int64>) -> Int64 = { Int64.random(in: $0) },
          log: @escaping (String) -> Void = { _ in }) {
@@ -115,6 +127,7 @@ struct MDNSResponderEngine {
         if ad == nil || ifs.isEmpty {
             phase = .idle
             pending.removeAll()
+            truncated.removeAll()
         } else if namesChanged || !hadInterfaces || phase == .idle {
             startProbing(after: TimeSpan(milliseconds: random(0...MDNSResponderEngine.maxProbeDelayMs)))
         } else if changed, isClaimed {
@@ -155,12 +168,18 @@ struct MDNSResponderEngine {
             m.additionals = p.additionals.filter { !p.answers.contains($0) }
             out.append(Packet(message: m, destination: .group(interface: p.interface)))
         }
+        let complete = truncated.filter { $0.due <= now }
+        truncated.removeAll { $0.due <= now }
+        for t in complete {
+            guard let i = interfaces.first(where: { $0.index == t.interface }) else { continue }
+            out += answer(t.query, from: t.source, port: MDNS.port, on: i, waited: true)
+        }
         return out
     }
 
     /// When `tick()` has something to do next; nil when nothing is scheduled.
     var nextWake: Deadline? {
-        var times = pending.map(\.due)
+        var times = pending.map(\.due) + truncated.map(\.due)
         switch phase {
         case let .probing(_, next): times.append(next)
         case let .claimed(_, next?): times.append(next)
@@ -171,7 +190,7 @@ struct MDNSResponderEngine {
 
     /// Goodbyes (TTL 0) for everything announced; the engine goes idle.
     mutating func stop() -> [Packet] {
-        defer { phase = .idle; pending.removeAll() }
+        defer { phase = .idle; pending.removeAll(); truncated.removeAll() }
         guard isClaimed, let ad = current else { return [] }
         return goodbye(ad, on: interfaces)
     }
@@ -191,7 +210,28 @@ struct MDNSResponderEngine {
             phase = .probing(sent: 0, next: clock.now().adding(MDNSResponderEngine.lostTiebreakWait))
             return []
         }
-        return answer(m, from: d, on: i)
+        if d.sourcePort == MDNS.port, collectKnownAnswers(m, from: d.source, on: i) { return [] }
+        return answer(m, from: d.source, port: d.sourcePort, on: i, waited: false)
+    }
+
+    /// Section 7.2: a truncated query is held for the known answers that
+    /// follow from the same querier; a packet from a querier with a query
+    /// held adds its known answers (and any questions) to it, and a truncated
+    /// one waits again. True when the packet was taken so.
+    private mutating func collectKnownAnswers(_ m: DNSMessage, from source: [UInt8], on i: NetworkInterface) -> Bool {
+        let room = max(0, DNSLimits.maxEntries - truncated.reduce(0) { $0 + $1.query.answers.count })
+        func wait() -> Deadline { clock.now().adding(TimeSpan(milliseconds: random(MDNSResponderEngine.truncatedWaitMs))) }
+        if let k = truncated.firstIndex(where: { $0.source == source && $0.interface == i.index }) {
+            truncated[k].query.answers += m.answers.prefix(room)
+            for q in m.questions where !truncated[k].query.questions.contains(q) { truncated[k].query.questions.append(q) }
+            if m.isTruncated { truncated[k].due = wait() }
+            return true
+        }
+        guard m.isTruncated, !m.questions.isEmpty, truncated.count < MDNSResponderEngine.maxTruncatedQueries else { return false }
+        var held = m
+        held.answers = Array(m.answers.prefix(room))
+        truncated.append((source, i.index, wait(), held))
+        return true
     }
 
     // MARK: Probing and conflicts
@@ -287,7 +327,9 @@ struct MDNSResponderEngine {
         }
     }
 
-    private mutating func answer(_ q: DNSMessage, from d: Datagram, on i: NetworkInterface) -> [Packet] {
+    /// `waited`: the query already waited (section 7.2's collection of known
+    /// answers), so shared answers go at once rather than after another delay.
+    private mutating func answer(_ q: DNSMessage, from source: [UInt8], port: UInt16, on i: NetworkInterface, waited: Bool) -> [Packet] {
         var answers: [DNSRecord] = []
         var extra: [DNSRecord] = []
         var shared = false
@@ -320,7 +362,7 @@ struct MDNSResponderEngine {
         }
         guard !answers.isEmpty else { return [] }
         extra.removeAll { answers.contains($0) }
-        if d.sourcePort != MDNS.port {
+        if port != MDNS.port {
             // A legacy querier: its ID and question back, short TTLs, no cache-flush bits, at once.
             var m = response(answers)
             m.additionals = extra
@@ -329,12 +371,12 @@ struct MDNSResponderEngine {
             func legacy(_ r: DNSRecord) -> DNSRecord { var r = r; r.ttl = min(r.ttl, MDNSResponderEngine.legacyTTL); r.cacheFlush = false; return r }
             m.answers = m.answers.map(legacy)
             m.additionals = m.additionals.map(legacy)
-            return [Packet(message: m, destination: .unicast(address: d.source, port: d.sourcePort, interface: i.index))]
+            return [Packet(message: m, destination: .unicast(address: source, port: port, interface: i.index))]
         }
         // Answers to a querier on 5353 are multicast, QU or not (section 5.4
         // allows it): several stacks may share the port on its host (avahi,
         // a browser), and a unicast datagram reaches only one of them.
-        guard shared else {
+        guard shared, !waited else {
             var m = response(answers)
             m.additionals = extra
             return [Packet(message: m, destination: .group(interface: i.index))]

@@ -291,6 +291,99 @@ import Synchronization
         #expect(e.tick().isEmpty)
     }
 
+    /// Section 7.2: a query with TC waits 400-500 ms for the known answers
+    /// that follow from the same querier; our answer among them is not sent.
+    @Test func aTruncatedQueryIsAnsweredAfterTheKnownAnswersThatFollowIt() throws {
+        let clock = ManualClock()
+        let probe = Probe()
+        var e = Self.engine(clock, probe)
+        Self.claim(&e, clock)
+        clock.advance(by: .seconds(5))
+        Self.settle(&e, clock)
+        let question = DNSQuestion(name: ServiceAdvertisement.serviceType, type: DNSType.ptr.rawValue)
+        let ptr = DNSRecord(name: ServiceAdvertisement.serviceType, ttl: MDNSResponderEngine.serviceTTL, data: .ptr(Self.ad.instanceName))
+        let someoneElse = DNSRecord(name: ServiceAdvertisement.serviceType, ttl: MDNSResponderEngine.serviceTTL,
+                                    data: .ptr(ServiceAdvertisement.serviceType.prepending("another")))
+        var truncated = Self.query([question], known: [someoneElse])
+        truncated.flags = DNSMessage.truncatedFlag
+        let knownAnswers = Self.query([], known: [ptr])
+
+        // Our PTR is in the second packet: nothing is sent.
+        #expect(e.receive(Self.datagram(truncated)).isEmpty)
+        #expect(probe.ranges.withLock { $0.last } == MDNSResponderEngine.truncatedWaitMs)
+        #expect(e.nextWake == clock.now.adding(TimeSpan(milliseconds: 400)))
+        clock.advance(by: TimeSpan(milliseconds: 150))
+        #expect(e.receive(Self.datagram(knownAnswers)).isEmpty)
+        clock.advance(by: TimeSpan(milliseconds: 250))
+        #expect(e.tick().isEmpty)
+        #expect(e.nextWake == nil)
+
+        // The second packet does not hold our PTR: answered when the wait
+        // ends, at once (it already waited longer than the shared-answer delay).
+        #expect(e.receive(Self.datagram(truncated)).isEmpty)
+        clock.advance(by: TimeSpan(milliseconds: 100))
+        #expect(e.receive(Self.datagram(Self.query([], known: [someoneElse]))).isEmpty)
+        clock.advance(by: TimeSpan(milliseconds: 299))
+        #expect(e.tick().isEmpty)
+        clock.advance(by: TimeSpan(milliseconds: 1))
+        let out = e.tick()
+        #expect(out.count == 1)
+        #expect(out.first?.destination == .group(interface: Self.eth0.index))
+        #expect(out.first?.message.answers == [ptr])
+
+        // A continuation that is truncated too waits again, from its arrival.
+        #expect(e.receive(Self.datagram(truncated)).isEmpty)
+        clock.advance(by: TimeSpan(milliseconds: 300))
+        #expect(e.receive(Self.datagram(truncated)).isEmpty)
+        #expect(e.nextWake == clock.now.adding(TimeSpan(milliseconds: 400)))
+        clock.advance(by: TimeSpan(milliseconds: 100))
+        #expect(e.tick().isEmpty)
+        clock.advance(by: TimeSpan(milliseconds: 300))
+        #expect(e.tick().first?.message.answers == [ptr])
+    }
+
+    /// Known answers collected for one querier are not another's: a query
+    /// from elsewhere meanwhile is answered as usual, with its own.
+    @Test func knownAnswersCollectedForOneQuerierAreNotAnothers() throws {
+        let clock = ManualClock()
+        var e = Self.engine(clock)
+        Self.claim(&e, clock)
+        clock.advance(by: .seconds(5))
+        Self.settle(&e, clock)
+        let question = DNSQuestion(name: ServiceAdvertisement.serviceType, type: DNSType.ptr.rawValue)
+        let ptr = DNSRecord(name: ServiceAdvertisement.serviceType, ttl: MDNSResponderEngine.serviceTTL, data: .ptr(Self.ad.instanceName))
+        var truncated = Self.query([question])
+        truncated.flags = DNSMessage.truncatedFlag
+        #expect(e.receive(Self.datagram(truncated)).isEmpty)
+        // Querier .9 says it knows our PTR; .7 asks without knowing it.
+        #expect(e.receive(Self.datagram(Self.query([], known: [ptr]))).isEmpty)
+        #expect(e.receive(Self.datagram(Self.query([question]), from: [10, 0, 0, 7])).isEmpty)
+        // .7's answer goes after the usual 20 ms; .9's query ends with nothing to send.
+        clock.advance(by: TimeSpan(milliseconds: 20))
+        #expect(e.tick().first?.message.answers == [ptr])
+        clock.advance(by: TimeSpan(milliseconds: 380))
+        #expect(e.tick().isEmpty)
+        #expect(e.nextWake == nil)
+    }
+
+    /// At most `maxTruncatedQueries` wait at once; the next is answered as an
+    /// untruncated one would be, so a flood of TC queries holds no more.
+    @Test func truncatedQueriesBeyondTheLimitAreAnsweredWithoutWaiting() throws {
+        let clock = ManualClock()
+        var e = Self.engine(clock)
+        Self.claim(&e, clock)
+        clock.advance(by: .seconds(5))
+        Self.settle(&e, clock)
+        var truncated = Self.query([DNSQuestion(name: ServiceAdvertisement.serviceType, type: DNSType.ptr.rawValue)])
+        truncated.flags = DNSMessage.truncatedFlag
+        for n in 0..<MDNSResponderEngine.maxTruncatedQueries {
+            #expect(e.receive(Self.datagram(truncated, from: [10, 0, 1, UInt8(n)])).isEmpty)
+        }
+        #expect(e.nextWake == clock.now.adding(TimeSpan(milliseconds: 400)))
+        _ = e.receive(Self.datagram(truncated, from: [10, 0, 2, 1]))
+        #expect(e.nextWake == clock.now.adding(TimeSpan(milliseconds: 20)))
+    }
+
     @Test func aLegacyQuerierGetsItsIDBackShortTTLsAtOnce() throws {
         let clock = ManualClock()
         var e = Self.engine(clock)
