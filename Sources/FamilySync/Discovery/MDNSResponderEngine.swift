@@ -10,8 +10,18 @@ import Foundation
 ///   it asks three times, 250 ms apart, whether anyone holds them; an answer
 ///   that holds them with other data is a conflict and the names are renamed
 ///   ("tag (2)", host "tag-2"). Two devices probing at once compare their
-///   proposed records (section 8.2); the lexicographically earlier one waits
-///   a second and probes again, and then meets the winner's answer.
+///   proposed records (section 8.2: every record proposed for the name, on
+///   every interface, sorted); the lexicographically earlier set waits a
+///   second and probes again, and then meets the winner's answer. An
+///   interface that comes up once the names are claimed is probed on before
+///   anything is answered or announced there (a new link may hold them).
+/// - The host's own name (gethostname, `NAME.local`) is probed with them,
+///   and answered for once probed; it is the system's name, so it is never
+///   renamed: if another device holds it, it is given up (not answered for)
+///   until the next day's names are probed. Another responder on this host
+///   (avahi-daemon) answers for it with this host's addresses: packets from
+///   them are never a conflict, and no goodbye is sent for the name, which
+///   that responder may still hold. docs/protocol.md section 12a says why.
 /// - Announcing (section 8.3): three times, one and then two seconds apart.
 /// - Answering (section 6): records only this device holds at once, answers
 ///   that hold a record of a shared set (the service's PTR) after a random
@@ -53,7 +63,7 @@ struct MDNSResponderEngine {
 
     /// Where a packet goes: the mDNS group out of one interface, or straight
     /// back to a querier that asked from a port other than 5353.
-    enum Destination: Equatable {
+    enum Destination: Hashable {
         case group(interface: UInt32)
         case unicast(address: [UInt8], port: UInt16, interface: UInt32)
     }
@@ -72,6 +82,8 @@ struct MDNSResponderEngine {
         case claimed(announced: Int, next: Deadline?)
     }
 
+    /// This host's own `NAME.local`, or nil to answer for none (tests).
+    let systemHostName: DNSName?
     private let clock: MonotonicClock
     private let random: (ClosedRange<Int64>) -> Int64
     private let log: (String) -> Void
@@ -89,12 +101,18 @@ struct MDNSResponderEngine {
     private var ownAddresses: Set<[UInt8]> = []
     /// `ownAddresses` stops growing here (a host renumbered this often is broken anyway).
     static let maxOwnAddresses = 64
+    /// Interfaces that came up after the names were claimed, still probing
+    /// there (section 8.1): nothing is answered or announced on them yet.
+    private var probingOn: [UInt32: (sent: Int, next: Deadline)] = [:]
+    /// The host's own name was found held by another device: not answered for.
+    private(set) var systemHostNameHeldElsewhere = false
     private var pending: [(due: Deadline, interface: UInt32, answers: [DNSRecord], additionals: [DNSRecord])] = []
     /// Truncated queries collecting known answers (section 7.2), by querier address and interface.
     private var truncated: [(source: [UInt8], interface: UInt32, due: Deadline, query: DNSMessage)] = []
 
     init(clock: MonotonicClock = .system, random: @escaping (ClosedRange<Int64>) -> Int64 = { Int64.random(in: $0) },
-         log: @escaping (String) -> Void = { _ in }) {
+         systemHostName: DNSName? = MDNSResponderEngine.ownHostName, log: @escaping (String) -> Void = { _ in }) {
+        self.systemHostName = systemHostName
         self.clock = clock
         self.random = random
         self.log = log
@@ -104,6 +122,13 @@ struct MDNSResponderEngine {
     var current: ServiceAdvertisement? { advertisement.map { $0.renamed(renameCount) } }
     /// The names are ours and answered for.
     var isClaimed: Bool { if case .claimed = phase { return true } else { return false } }
+    /// The host's own name, while it is probed for or held (not given up).
+    var claimedSystemHostName: DNSName? {
+        guard let h = systemHostName, !systemHostNameHeldElsewhere, h != current?.hostName else { return nil }
+        return h
+    }
+    /// The interfaces the names are claimed on: all but those still probing.
+    var claimedInterfaces: [NetworkInterface] { isClaimed ? interfaces.filter { probingOn[$0.index] == nil } : [] }
 
     // MARK: Input
 
@@ -114,11 +139,18 @@ struct MDNSResponderEngine {
         var out: [Packet] = []
         let namesChanged = ad?.instance != advertisement?.instance || ad?.port != advertisement?.port
         if namesChanged || ad == nil || ifs.isEmpty {
-            if isClaimed, let old = current { out += goodbye(old, on: interfaces) }
+            if isClaimed, let old = current { out += goodbye(old, on: claimedInterfaces) }
         }
         let hadInterfaces = !interfaces.isEmpty
-        let changed = ad != advertisement || ifs != interfaces
-        if namesChanged { renameCount = 1 }
+        let known = Set(interfaces.map(\.index))
+        let arrived = ifs.filter { !known.contains($0.index) }
+        // What changed on interfaces that stay (an address, a new TXT) is
+        // announced again; interfaces that arrive are probed on first.
+        let kept = Dictionary(ifs.filter { known.contains($0.index) }.map { ($0.index, $0) }, uniquingKeysWith: { a, _ in a })
+        let before = Dictionary(interfaces.filter { kept[$0.index] != nil }.map { ($0.index, $0) }, uniquingKeysWith: { a, _ in a })
+        let changed = ad != advertisement || kept != before
+        if namesChanged { renameCount = 1; systemHostNameHeldElsewhere = false }
+        probingOn = probingOn.filter { k, _ in ifs.contains { $0.index == k } }
         advertisement = ad
         interfaces = ifs
         for i in ifs {
@@ -128,10 +160,18 @@ struct MDNSResponderEngine {
             phase = .idle
             pending.removeAll()
             truncated.removeAll()
+            probingOn.removeAll()
         } else if namesChanged || !hadInterfaces || phase == .idle {
             startProbing(after: TimeSpan(milliseconds: random(0...MDNSResponderEngine.maxProbeDelayMs)))
-        } else if changed, isClaimed {
-            announceAgain()
+        } else {
+            if isClaimed {
+                // Section 8.1: a new link may hold the names; probe there first.
+                for i in arrived { probingOn[i.index] = (0, clock.now().adding(TimeSpan(milliseconds: random(0...MDNSResponderEngine.maxProbeDelayMs)))) }
+            } else if case let .probing(sent, _) = phase, sent > 0, !arrived.isEmpty {
+                // Probes already sent missed the new link: all three again, on every interface.
+                startProbing(after: TimeSpan(milliseconds: random(0...MDNSResponderEngine.maxProbeDelayMs)))
+            }
+            if changed, isClaimed { announceAgain() }
         }
         return out
     }
@@ -154,12 +194,26 @@ struct MDNSResponderEngine {
                 return out + tick()
             }
         case let .claimed(announced, next?) where next <= now:
-            if let ad = current { out += interfaces.map { Packet(message: response(allRecords(ad, $0)), destination: .group(interface: $0.index)) } }
+            if let ad = current { out += claimedInterfaces.map { Packet(message: response(allRecords(ad, $0)), destination: .group(interface: $0.index)) } }
             let offsets = MDNSResponderEngine.announcementOffsetsMs
             let n = announced + 1
             phase = .claimed(announced: n, next: n < offsets.count ? (claimedAt ?? now).adding(TimeSpan(milliseconds: offsets[n])) : nil)
         default:
             break
+        }
+        if isClaimed {
+            for (index, p) in probingOn.sorted(by: { $0.key < $1.key }) where p.next <= now {
+                guard let i = interfaces.first(where: { $0.index == index }) else { continue }
+                if p.sent < MDNSResponderEngine.probes {
+                    if let packet = probe(on: i, first: p.sent == 0) { out.append(packet) }
+                    probingOn[index] = (p.sent + 1, now.adding(MDNSResponderEngine.probeInterval))
+                } else {
+                    // Claimed there too: announced (on every interface, from the start of the schedule).
+                    probingOn[index] = nil
+                    announceAgain()
+                    return out + tick()
+                }
+            }
         }
         let due = pending.filter { $0.due <= now }
         pending.removeAll { $0.due <= now }
@@ -179,7 +233,7 @@ struct MDNSResponderEngine {
 
     /// When `tick()` has something to do next; nil when nothing is scheduled.
     var nextWake: Deadline? {
-        var times = pending.map(\.due) + truncated.map(\.due)
+        var times = pending.map(\.due) + truncated.map(\.due) + (isClaimed ? probingOn.values.map(\.next) : [])
         switch phase {
         case let .probing(_, next): times.append(next)
         case let .claimed(_, next?): times.append(next)
@@ -190,25 +244,35 @@ struct MDNSResponderEngine {
 
     /// Goodbyes (TTL 0) for everything announced; the engine goes idle.
     mutating func stop() -> [Packet] {
-        defer { phase = .idle; pending.removeAll(); truncated.removeAll() }
+        defer { phase = .idle; pending.removeAll(); truncated.removeAll(); probingOn.removeAll() }
         guard isClaimed, let ad = current else { return [] }
-        return goodbye(ad, on: interfaces)
+        return goodbye(ad, on: claimedInterfaces)
     }
 
     /// One datagram from the network (or our own, looped back).
     mutating func receive(_ d: Datagram) -> [Packet] {
         guard let i = interfaces.first(where: { $0.index == d.interfaceIndex }) else { return [] }
         guard let m = try? DNSMessage(parsing: d.bytes), m.flags & 0x7800 == 0 else { return [] }
+        let fromThisHost = ownAddresses.contains(d.source)
         if m.isResponse {
             suppressDuplicates(m)
-            if !ownAddresses.contains(d.source), conflicts(m.answers + m.additionals) { renameAfterConflict() }
+            guard !fromThisHost else { return [] }
+            if holdsOthers(m.answers + m.additionals, of: claimedSystemHostName) { giveUpSystemHostName() }
+            if conflicts(m.answers + m.additionals) { renameAfterConflict() }
             return []
         }
-        if case .probing = phase, !m.authorities.isEmpty, lostTiebreak(m.authorities) {
-            // Section 8.2: the other device's records win; probe again in a
-            // second, when it will answer if it has taken the names.
-            phase = .probing(sent: 0, next: clock.now().adding(MDNSResponderEngine.lostTiebreakWait))
-            return []
+        // Section 8.2: the other device's records win; probe again in a
+        // second, when it will answer if it has taken the names. (This
+        // host's own probes, looped back, are no contest.)
+        if !fromThisHost, !m.authorities.isEmpty {
+            if case .probing = phase, lostTiebreak(m.authorities) {
+                phase = .probing(sent: 0, next: clock.now().adding(MDNSResponderEngine.lostTiebreakWait))
+                return []
+            }
+            if probingOn[i.index] != nil, lostTiebreak(m.authorities) {
+                probingOn[i.index] = (0, clock.now().adding(MDNSResponderEngine.lostTiebreakWait))
+                return []
+            }
         }
         if d.sourcePort == MDNS.port, collectKnownAnswers(m, from: d.source, on: i) { return [] }
         return answer(m, from: d.source, port: d.sourcePort, on: i, waited: false)
@@ -238,6 +302,7 @@ struct MDNSResponderEngine {
 
     private mutating func startProbing(after delay: TimeSpan) {
         pending.removeAll()
+        probingOn.removeAll()
         phase = .probing(sent: 0, next: clock.now().adding(delay))
     }
 
@@ -251,16 +316,36 @@ struct MDNSResponderEngine {
     private func probe(on i: NetworkInterface, first: Bool) -> Packet? {
         guard let ad = current else { return nil }
         var m = DNSMessage()
-        m.questions = [DNSQuestion(name: ad.instanceName, type: DNSType.any.rawValue, unicastResponse: first),
-                       DNSQuestion(name: ad.hostName, type: DNSType.any.rawValue, unicastResponse: first)]
-        m.authorities = [srv(ad), txt(ad)] + addressRecords(ad.hostName, i)
+        m.questions = probedNames(ad).map { DNSQuestion(name: $0, type: DNSType.any.rawValue, unicastResponse: first) }
+        m.authorities = [srv(ad), txt(ad)] + addressRecords(ad.hostName, i) + (claimedSystemHostName.map { addressRecords($0, i) } ?? [])
         return Packet(message: m, destination: .group(interface: i.index))
+    }
+
+    /// The unique names probed for: the instance, its host, and the host's own name unless given up.
+    private func probedNames(_ ad: ServiceAdvertisement) -> [DNSName] {
+        [ad.instanceName, ad.hostName] + (claimedSystemHostName.map { [$0] } ?? [])
     }
 
     /// The records this device holds under the unique names it claims, on any interface.
     private func ownUnique(_ ad: ServiceAdvertisement) -> [DNSName: [DNSRData]] {
         [ad.instanceName: [srv(ad).data, txt(ad).data],
          ad.hostName: interfaces.flatMap { addressRecords(ad.hostName, $0).map(\.data) }]
+    }
+
+    /// A record under `name` (the host's own) with data this host does not
+    /// hold for it on any interface: another device holds that name.
+    private func holdsOthers(_ records: [DNSRecord], of name: DNSName?) -> Bool {
+        guard phase != .idle, let name else { return false }
+        let mine = interfaces.flatMap { addressRecords(name, $0).map(\.data) }
+        return records.contains { $0.ttl > 0 && $0.name == name && !mine.contains($0.data) }
+    }
+
+    /// The host's own name is another device's: stop answering for it (it
+    /// is the system's name, not ours to rename) until the next day's probe.
+    private mutating func giveUpSystemHostName() {
+        guard let name = claimedSystemHostName else { return }
+        systemHostNameHeldElsewhere = true
+        log("\(name) is used on the network by another device; this device answers only to its day's name (connect by address or by the day's tag)")
     }
 
     /// A record under one of our unique names with data we do not hold: someone else has the name.
@@ -282,19 +367,21 @@ struct MDNSResponderEngine {
         startProbing(after: backoff ? MDNSResponderEngine.conflictBackoff : TimeSpan(milliseconds: random(0...MDNSResponderEngine.maxProbeDelayMs)))
     }
 
-    /// Section 8.2: for each of our names in the other probe, its records and
-    /// ours, sorted, are compared as (class, type, rdata) bytes; the earlier set loses.
-    /// Identical sets (our own probe, looped back) are no contest.
+    /// Section 8.2: for each of our names in the other probe, the records it
+    /// proposes and all we propose for the name (on every interface, each
+    /// record once), sorted, are compared as (class, type, rdata) bytes; the
+    /// earlier set loses. Identical sets are no contest.
     private func lostTiebreak(_ theirs: [DNSRecord]) -> Bool {
         guard let ad = current else { return false }
-        for i in interfaces.prefix(1) {
-            guard let ours = probe(on: i, first: false)?.message.authorities else { continue }
-            for name in [ad.instanceName, ad.hostName] {
-                let a = MDNSResponderEngine.tiebreakKeys(ours.filter { $0.name == name })
-                let b = MDNSResponderEngine.tiebreakKeys(theirs.filter { $0.name == name })
-                guard !b.isEmpty, a != b else { continue }
-                if MDNSResponderEngine.isEarlier(a, than: b) { return true }
-            }
+        var ours: [DNSRecord] = []
+        for i in interfaces {
+            for r in probe(on: i, first: false)?.message.authorities ?? [] where !ours.contains(r) { ours.append(r) }
+        }
+        for name in probedNames(ad) {
+            let a = MDNSResponderEngine.tiebreakKeys(ours.filter { $0.name == name })
+            let b = MDNSResponderEngine.tiebreakKeys(theirs.filter { $0.name == name })
+            guard !b.isEmpty, a != b else { continue }
+            if MDNSResponderEngine.isEarlier(a, than: b) { return true }
         }
         return false
     }
@@ -339,7 +426,10 @@ struct MDNSResponderEngine {
             if known.contains(where: { $0.name == r.name && $0.data == r.data && $0.ttl >= r.ttl / 2 }) { return }
             if !list.contains(r) { list.append(r) }
         }
-        let ad = isClaimed ? current : nil
+        // Nothing is ours on an interface still probing.
+        let answering = isClaimed && probingOn[i.index] == nil
+        let ad = answering ? current : nil
+        let ownName = answering ? claimedSystemHostName : nil
         for question in q.questions {
             if let ad {
                 if question.name == ServiceAdvertisement.serviceType, question.matches(.ptr) {
@@ -356,7 +446,7 @@ struct MDNSResponderEngine {
                     addressRecords(ad.hostName, i).filter { question.type == DNSType.any.rawValue || question.type == $0.data.type }.forEach { add($0, &answers) }
                 }
             }
-            if let own = MDNSResponderEngine.ownHostName, question.name == own {
+            if let own = ownName, question.name == own {
                 addressRecords(own, i).filter { question.type == DNSType.any.rawValue || question.type == $0.data.type }.forEach { add($0, &answers) }
             }
         }
@@ -424,8 +514,8 @@ struct MDNSResponderEngine {
         ifs.map { i in Packet(message: response(allRecords(ad, i).map { var r = $0; r.ttl = 0; return r }), destination: .group(interface: i.index)) }
     }
 
-    /// This host's own name in `.local`, from gethostname(2): answered for
-    /// (so `owner.local` works where no avahi-daemon runs), not claimed.
+    /// This host's own name in `.local`, from gethostname(2): probed for and
+    /// answered (so `owner.local` works where no avahi-daemon runs), never renamed.
     static let ownHostName: DNSName? = {
         var buf = [CChar](repeating: 0, count: 256)
         guard gethostname(&buf, buf.count - 1) == 0 else { return nil }
