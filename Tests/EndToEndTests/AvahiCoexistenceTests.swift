@@ -3,12 +3,16 @@ import Testing
 import FamilySync
 
 /// serve beside a real avahi-daemon on one device, both on port 5353: serve
-/// still advertises and answers, and `avahi-browse` sees the service over
-/// IPv4 and IPv6 with the right TXT and no ID. avahi-daemon needs D-Bus: the
-/// test runs a private dbus-daemon (its own config and socket in the test's
-/// folder) and the daemon in the device's namespace, with a private /run, as
-/// root without chroot or rlimits, so nothing of the host's is touched.
-/// Skipped, with the reason, where avahi is not installed.
+/// still advertises and answers (a member joins, discovers and syncs), and
+/// `avahi-browse` sees the service over IPv4 and IPv6 with the right TXT and
+/// no ID; neither takes the other's names (the host's own name is both's).
+/// avahi-daemon needs D-Bus: the test runs a private dbus-daemon (its own
+/// config and socket in the test's folder) and the daemon in the device's
+/// namespace, talking on its eth0 only, with a private /run, as root without
+/// chroot or rlimits, so nothing of the host's is touched. The daemons and
+/// avahi's tools run as `DaemonProcess`es (no inherited descriptors, their
+/// own process group, bounded waits, always reaped). Skipped, with the
+/// reason, where avahi is not installed.
 enum Avahi {
     static let daemon = "/usr/sbin/avahi-daemon", browse = "/usr/bin/avahi-browse", resolve = "/usr/bin/avahi-resolve", dbusDaemon = "/usr/bin/dbus-daemon"
 

@@ -52,6 +52,74 @@ struct DiscoveryNeighbourTests {
         #expect(!first.err.contains("taken on the network"), "\(first.err)")
     }
 
+    /// The addresses that answer an mDNS query for `name`'s A record on
+    /// device `i`, asked the way a one-shot resolver asks (from an ephemeral
+    /// port, RFC 6762 section 6.7), for `seconds`: an independent querier in
+    /// Python's standard library, not our browser.
+    static func answersForA(_ lab: NetworkLab, _ i: Int, _ name: String, seconds: Double = 2) throws -> Set<String> {
+        let script = """
+            import socket, struct, sys, time
+            name, via, wait = sys.argv[1], sys.argv[2], float(sys.argv[3])
+            q = struct.pack(">HHHHHH", 0x4a4a, 0, 1, 0, 0, 0) + b"".join(bytes([len(l)]) + l.encode() for l in name.split(".")) + b"\\0" + struct.pack(">HH", 1, 1)
+            s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+            s.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_IF, socket.inet_aton(via))
+            s.bind((via, 0))
+            def skip(m, o):
+                while m[o] != 0:
+                    if m[o] & 0xC0 == 0xC0: return o + 2
+                    o += 1 + m[o]
+                return o + 1
+            end = time.time() + wait
+            s.sendto(q, ("224.0.0.251", 5353))
+            while time.time() < end:
+                s.settimeout(max(0.01, end - time.time()))
+                try: m, src = s.recvfrom(9000)
+                except socket.timeout: break
+                qd, an = struct.unpack(">HH", m[4:8])
+                o = 12
+                for _ in range(qd): o = skip(m, o) + 4
+                for _ in range(an):
+                    o = skip(m, o)
+                    t, c, ttl, n = struct.unpack(">HHIH", m[o:o + 10])
+                    if t == 1 and n == 4: print(socket.inet_ntoa(m[o + 10:o + 14]), flush=True)
+                    o += 10 + n
+            """
+        let r = try Tools.run(NetworkLab.ip, ["netns", "exec", lab.devices[i], "/usr/bin/python3", "-c", script, name, lab.address(i), "\(seconds)"], timeout: 30)
+        guard r.status == 0 else { throw HarnessError("python3 mDNS query: \(r.err)") }
+        return Set(r.lines)
+    }
+
+    /// Two devices of two families on one network whose machines have the
+    /// same host name (two computers called "den"): the first serve probes
+    /// and holds `den.local`; the second's probe meets its answer, and the
+    /// second gives the name up (it is the system's, never renamed) while it
+    /// keeps advertising its own tag. A querier then hears only the first.
+    @Test func aHostNameAnotherDeviceHoldsIsGivenUpNotRenamed() throws {
+        let lab = try NetworkLab(devices: 3)
+        let dir = TempDir()
+        let host = "den"
+        var serves: [BackgroundRun] = []
+        defer { for s in serves where s.process.isRunning { kill(s.pid, SIGKILL) } }
+        for (i, db) in [dir.file("a.db"), dir.file("b.db")].enumerated() {
+            let offer = try lab.run(i, "pair-qr", ["--db", db, "--format", "text", "-o", dir.file("pair\(i).txt")])
+            #expect(offer.status == 0, "\(offer.err)")
+            // A UTS namespace of its own gives the serve the machine name.
+            let s = try BackgroundRun("/usr/bin/unshare", ["--uts", "/bin/sh", "-c", "hostname \(host) && exec \(NetworkLab.ip) netns exec \"$0\" \"$1\" serve --db \"$2\"",
+                                                           lab.devices[i], Tools.path("peer-sync"), db], dir: dir, name: "serve\(i)")
+            serves.append(s)
+            try HouseholdNetworkTests.waitFor("serve \(i) to advertise") { s.err.contains("advertising _family-sync._tcp on eth0") }
+            // The name is answered once claimed, i.e. after probing.
+            if i == 0 { try HouseholdNetworkTests.waitFor("den.local to answer") { try Self.answersForA(lab, 2, "\(host).local", seconds: 0.5) == [lab.address(0)] } }
+        }
+        try HouseholdNetworkTests.waitFor("the second serve to give the host's name up") { serves[1].err.contains("\(host).local is used on the network by another device") }
+        #expect(try Self.answersForA(lab, 2, "\(host).local") == [lab.address(0)])
+        // The second still holds its own day's name: not renamed, no conflict there.
+        #expect(!serves[1].err.contains("taken on the network"), "\(serves[1].err)")
+        for s in serves { kill(s.pid, SIGTERM) }
+        for s in serves { #expect(s.wait(timeout: 20) == 0) }
+        #expect(!serves[0].err.contains("is used on the network"), "\(serves[0].err)")
+    }
+
     /// The owner moves to IPv6 only (no IPv4 address at all) and serves on
     /// "::": Sync Now finds it over IPv6 (a ULA, then only its link-local
     /// address with the interface as scope), and remembers where.
