@@ -120,6 +120,62 @@ struct DiscoveryNeighbourTests {
         #expect(!serves[0].err.contains("is used on the network"), "\(serves[0].err)")
     }
 
+    /// An interface that comes up on the owner's device after its names are
+    /// claimed (a second network on the same wire) is probed on before serve
+    /// answers or announces anything there (RFC 6762 section 8.1). A listener
+    /// on a member, in Python's standard library, asks for the service every
+    /// 50 ms over that network and logs what comes from the new interface's
+    /// address: three probes first, and only then answers.
+    @Test func anInterfaceThatComesUpLaterIsProbedOnBeforeServeAnswersThere() throws {
+        let lab = try NetworkLab(devices: 2)
+        let dir = TempDir()
+        let (_, offers, serve) = try HouseholdNetworkTests.ownerServing(lab, dir: dir, offers: 1)
+        defer { if serve.process.isRunning { kill(serve.pid, SIGKILL) } }
+        let kid = dir.file("kid.db")
+        #expect(try lab.run(1, "peer-sync", ["join", "--db", kid], input: offers[0]["qr"]!.stringValue! + "\n").status == 0)
+        // The names are claimed on eth0: a member's browse sees the owner.
+        let seen = try lab.run(1, "peer-sync", ["discover", "--db", kid])
+        #expect(seen.json?["devices"]?.arrayValue?.count == 1, "\(seen.out) \(seen.err)")
+
+        try lab.sh(["-n", lab.devices[1], "addr", "add", "10.67.0.2/24", "dev", "eth0"])
+        let script = """
+            import socket, struct, sys, time
+            watch, via, until = sys.argv[1], sys.argv[2], time.time() + float(sys.argv[3])
+            s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+            s.bind(("", 5353))
+            s.setsockopt(socket.IPPROTO_IP, socket.IP_ADD_MEMBERSHIP, socket.inet_aton("224.0.0.251") + socket.inet_aton(via))
+            s.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_IF, socket.inet_aton(via))
+            ptr = struct.pack(">HHHHHH", 0, 0, 1, 0, 0, 0) + b"\\x0c_family-sync\\x04_tcp\\x05local\\x00" + struct.pack(">HH", 12, 1)
+            print("ready", flush=True)
+            next_query = 0
+            while time.time() < until:
+                if time.time() >= next_query:
+                    s.sendto(ptr, ("224.0.0.251", 5353))
+                    next_query = time.time() + 0.05
+                s.settimeout(0.05)
+                try: m, src = s.recvfrom(9000)
+                except socket.timeout: continue
+                if src[0] != watch or len(m) < 12: continue
+                flags, qd, an, ns = struct.unpack(">HHHH", m[2:10])
+                if flags & 0x8000 and an: print("response", flush=True)
+                elif not flags & 0x8000 and ns: print("probe", flush=True)
+            """
+        let listener = try BackgroundRun(NetworkLab.ip, ["netns", "exec", lab.devices[1], "/usr/bin/python3", "-c", script, "10.67.0.1", "10.67.0.2", "30"],
+                                         dir: dir, name: "listener")
+        defer { if listener.process.isRunning { kill(listener.pid, SIGKILL) } }
+        try HouseholdNetworkTests.waitFor("the listener") { listener.out.contains("ready") }
+        try lab.plugSecondInterface(0, "10.67.0.1/24")
+        try HouseholdNetworkTests.waitFor("an answer from the new interface", timeout: 25) { listener.out.contains("response") }
+        let heard = listener.out.split(separator: "\n").map(String.init).filter { $0 != "ready" }
+        let probesFirst = heard.prefix { $0 == "probe" }.count
+        #expect(probesFirst >= 3, "\(heard)")
+        #expect(serve.err.contains("eth1 (10.67.0.1)"), "\(serve.err)")
+        // Nothing on eth1 was taken for a conflict.
+        #expect(!serve.err.contains("taken on the network"), "\(serve.err)")
+    }
+
     /// The owner moves to IPv6 only (no IPv4 address at all) and serves on
     /// "::": Sync Now finds it over IPv6 (a ULA, then only its link-local
     /// address with the interface as scope), and remembers where.
