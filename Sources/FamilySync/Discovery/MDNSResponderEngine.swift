@@ -45,6 +45,9 @@ struct MDNSResponderEngine {
     static let maxProbeDelayMs: Int64 = 250
     /// Section 8.2: the loser of a simultaneous probe waits this long and probes again.
     static let lostTiebreakWait = TimeSpan.seconds(1)
+    /// How long an interface that lost its addresses still counts as there
+    /// (its next address is an address change, not a new link).
+    static let addresslessGrace = TimeSpan.seconds(5)
     /// Section 8.1: after this many conflicts within `conflictWindow`, probes are this far apart.
     static let conflictBurst = 15
     static let conflictWindow = TimeSpan.seconds(10)
@@ -104,6 +107,8 @@ struct MDNSResponderEngine {
     /// Interfaces that came up after the names were claimed, still probing
     /// there (section 8.1): nothing is answered or announced on them yet.
     private var probingOn: [UInt32: (sent: Int, next: Deadline)] = [:]
+    /// When each interface that vanished from the list was last seen (see `withAddresslessGrace`).
+    private var addresslessSince: [UInt32: Deadline] = [:]
     /// The host's own name was found held by another device: not answered for.
     private(set) var systemHostNameHeldElsewhere = false
     private var pending: [(due: Deadline, interface: UInt32, answers: [DNSRecord], additionals: [DNSRecord])] = []
@@ -135,8 +140,9 @@ struct MDNSResponderEngine {
     /// The advertisement and the interfaces as they are now. New names (a
     /// new day, another port) are probed for after a goodbye for the old
     /// ones; a new address or TXT is announced; the first interface starts probing.
-    mutating func update(advertisement ad: ServiceAdvertisement?, interfaces ifs: [NetworkInterface]) -> [Packet] {
+    mutating func update(advertisement ad: ServiceAdvertisement?, interfaces given: [NetworkInterface]) -> [Packet] {
         var out: [Packet] = []
+        let ifs = withAddresslessGrace(given)
         let namesChanged = ad?.instance != advertisement?.instance || ad?.port != advertisement?.port
         if namesChanged || ad == nil || ifs.isEmpty {
             if isClaimed, let old = current { out += goodbye(old, on: claimedInterfaces) }
@@ -174,6 +180,19 @@ struct MDNSResponderEngine {
             if changed, isClaimed { announceAgain() }
         }
         return out
+    }
+
+    /// `given` plus each interface that lost its addresses less than
+    /// `addresslessGrace` ago, kept without addresses (nothing is sent on
+    /// it): a new lease often removes the old address a moment before it
+    /// adds the new one, and that is an address change on the same link (an
+    /// announcement), not the link going away (goodbyes, then probing again).
+    private mutating func withAddresslessGrace(_ given: [NetworkInterface]) -> [NetworkInterface] {
+        let now = clock.now()
+        let present = Set(given.map(\.index))
+        for i in interfaces where !present.contains(i.index) && addresslessSince[i.index] == nil { addresslessSince[i.index] = now }
+        addresslessSince = addresslessSince.filter { k, since in !present.contains(k) && now < since.adding(MDNSResponderEngine.addresslessGrace) }
+        return given + interfaces.filter { addresslessSince[$0.index] != nil }.map { NetworkInterface(name: $0.name, index: $0.index, address: []) }
     }
 
     /// Timers that are due: probes, the end of probing, announcements, delayed answers.

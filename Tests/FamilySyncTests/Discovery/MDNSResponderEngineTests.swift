@@ -425,6 +425,39 @@ import Synchronization
         #expect(asked(on: Self.wlan0).first?.destination == .group(interface: Self.wlan0.index))
     }
 
+    /// A new lease that removes the old address a moment before adding the
+    /// new one is an address change on the same link: no goodbye, no probing
+    /// again, the new address announced. Gone for longer than the grace, the
+    /// interface is gone: goodbyes, and probing when it comes back.
+    @Test func anAddressGapShorterThanTheGraceIsAnAddressChange() throws {
+        let clock = ManualClock()
+        var e = Self.engine(clock)
+        Self.claim(&e, clock)
+        clock.advance(by: .seconds(5))
+        Self.settle(&e, clock)
+        // Between `ip addr flush` and `ip addr add`: eth0 has no address.
+        #expect(e.update(advertisement: Self.ad, interfaces: []).isEmpty)
+        #expect(e.isClaimed)
+        clock.advance(by: TimeSpan(milliseconds: 30))
+        var moved = Self.eth0
+        moved.address = [10, 0, 0, 77]
+        #expect(e.update(advertisement: Self.ad, interfaces: [moved]).isEmpty)
+        #expect(e.isClaimed)
+        let announced = e.tick()
+        #expect(announced.count == 1)
+        #expect(announced.first?.message.isResponse == true)
+        #expect(announced.first?.message.answers.contains { $0.data == .a([10, 0, 0, 77]) } == true)
+
+        // Gone for longer than the grace: the engine lets it go, and probes when it returns.
+        _ = e.update(advertisement: Self.ad, interfaces: [])
+        clock.advance(by: MDNSResponderEngine.addresslessGrace)
+        _ = e.update(advertisement: Self.ad, interfaces: [])
+        #expect(e.phase == .idle)
+        _ = e.update(advertisement: Self.ad, interfaces: [moved])
+        #expect(!e.isClaimed)
+        #expect(e.tick().first?.message.isResponse == false)
+    }
+
     /// The new interface's link holds the host name: renamed, and probing
     /// starts over on every interface.
     @Test func aConflictOnANewInterfaceRenamesEverywhere() throws {
