@@ -94,6 +94,10 @@ final class SyncSession {
 
     private let waves: PhotoWaves
     private let responder: PhotoResponder
+    /// Called once both DONEs have crossed, before the closing handshake and
+    /// the bookkeeping: a server frees its session slot then, so a device
+    /// connecting at once is queued behind the closing rather than told BUSY.
+    var onDoneExchanged: (() -> Void)?
 
     private var peerHello: HelloMessage?
     private var doneSent: DoneMessage?
@@ -612,6 +616,7 @@ final class SyncSession {
 
     private func finish() throws {
         guard let mine = doneSent, let theirs = peerDone else { return }
+        onDoneExchanged?()
         try channel.drain(deadline: Deadline(after: SyncLimits.closeTimeout))
         let now = clock.now()
         try store.write {
