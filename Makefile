@@ -15,16 +15,10 @@ DEBUG_BIN = $(shell $(SWIFT) build --show-bin-path 2>/dev/null)
 
 all: build
 
-# Installs the Debian packages listed in packages/*.txt that are missing (sudo when not root).
+# Installs the Debian packages listed in packages/*.txt that are missing
+# (sudo when not root), starting no service on the host (scripts/apt-install.sh).
 define apt_install
-	@missing=$$(grep -hv '^\s*#' $(1) | grep . | while read p; do \
-	    dpkg-query -W -f='$${Status}\n' "$$p" 2>/dev/null | grep -q 'ok installed' || echo "$$p"; done); \
-	if [ -n "$$missing" ]; then \
-	    sudo=$$( [ "$$(id -u)" -eq 0 ] || echo sudo ); \
-	    echo "installing:" $$missing; \
-	    $$sudo apt-get update -qq && \
-	    DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
-	fi
+	@sh scripts/apt-install.sh $(1)
 endef
 
 deps:

@@ -4,10 +4,12 @@
 # CLI (import both, upsert with the rule, export sorted) and against `cat` of
 # the inputs (the I/O floor), all writing to a file in the same folder.
 # Also: store-mode apply of 1,000,000 records against a plain sqlite3 bulk
-# insert of the same rows into the same table.
+# insert of the same rows into the same table, and the share of that apply
+# spent on the record-state digest's per-row terms (a second apply under perf).
 set -euo pipefail
 bin=${1:?usage: 20-merge-records.sh RELEASE_BIN_DIR}
 here=$(cd "$(dirname "$0")" && pwd)
+. "$here/digest-terms-share.sh"
 py=${BENCH_PYTHON:-python3}
 [ -x "$py" ] || py=python3
 N=${BENCH_RECORDS:-500000}
@@ -132,3 +134,5 @@ apply_n=$(wc -l < "$work/apply.ndjson")
 echo "store apply: $apply_n records into a new store: $(rate "$apply_n" "$apply_s") records/s, peak RSS $((apply_rss / 1024)) MB"
 echo "  vs sqlite3 bulk insert of the same rows: $(ratio "$apply_s" "$anchor_s")x its time (sqlite3 $(rate "$apply_n" "$anchor_s") records/s)"
 echo "  summary: $(cat "$work/summary.json")"
+rm -f "$work"/s.db* "$work"/anchor.db* "$work/rows.tsv"
+digest_terms_share "$work/apply.perf" "$bin/merge-records" --db "$work/terms.db" --now $now "$work/apply.ndjson"

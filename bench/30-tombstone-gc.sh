@@ -2,10 +2,13 @@
 # tombstone-gc purging 1,000,000 old tombstones among 3,000,000 records,
 # against one sqlite3 DELETE of the same rows on a copy of the same store.
 # A probe process writes to the store every few milliseconds while tombstone-gc
-# runs and reports the longest it had to wait for the write lock.
+# runs and reports the longest it had to wait for the write lock. Then the
+# share of a purge spent on the record-state digest's terms (one SHA-256 per
+# purged row), on another copy, under perf.
 set -euo pipefail
 bin=${1:?usage: 30-tombstone-gc.sh RELEASE_BIN_DIR}
 here=$(cd "$(dirname "$0")" && pwd)
+. "$here/digest-terms-share.sh"
 py=${BENCH_PYTHON:-python3}
 [ -x "$py" ] || py=python3
 N=${BENCH_GC_RECORDS:-3000000}
@@ -22,6 +25,7 @@ nowsecs=$(date -u -d "$now" +%s)
 rm -f "$work/all.ndjson"
 cp "$work/base.db" "$work/gc.db"
 cp "$work/base.db" "$work/anchor.db"
+cp "$work/base.db" "$work/terms.db"
 cutoff=$(( (nowsecs - 90 * 86400) * 1000 ))
 expected=$(sqlite3 "$work/base.db" "SELECT count(*) FROM records WHERE deleted = 1 AND modified_at < $cutoff")
 
@@ -70,3 +74,4 @@ echo "  records left: $left (sqlite3 DELETE: $left_anchor)"
 echo "  time: $(ratio "$gc_s" "$anchor_s")x one sqlite3 DELETE of the same rows (tombstone-gc ${gc_s}s incl. its counts, sqlite3 ${anchor_s}s; target <= 1.5x)"
 echo "  longest write transaction (self-reported): ${longest% *} ms over ${longest#* } transactions (target <= 100 ms)"
 echo "  longest wait of a concurrent writer: $probe_worst ms over $probe_n probe writes; peak RSS $((gc_rss / 1024)) MB"
+digest_terms_share "$work/gc.perf" "$bin/tombstone-gc" --db "$work/terms.db" --now "$now"

@@ -12,11 +12,18 @@
 #    members sync with the owner in turn (three members need two rounds).
 #    The time includes a status per member after each round (a few ms).
 #
+# How part 1 is measured: after each batch of 100 edits on the owner, one
+# incremental session, then one empty session, against the same serve; the
+# medians over HOUSEHOLD_BENCH_INC_TRIALS pairs are compared, and so is the
+# median of the pairs' own ratios (a pair runs within a fraction of a second,
+# so a burst of load on a shared machine moves both alike). Wall clock is the
+# target; the connecting side's CPU time (user + system, from the shell's
+# `time`) is printed beside it, as it moves less with the machine's load.
+#
 # Environment: BENCH_PYTHON (venv python, writes the records),
 # HOUSEHOLD_BENCH_RECORDS (default 100000), HOUSEHOLD_BENCH_TRIALS (default 3;
-# the best of each full sync is kept), HOUSEHOLD_BENCH_INC_TRIALS (default 11:
-# incremental and empty sessions alternate, and the median of each is kept,
-# so a burst of load on a shared machine moves both alike).
+# the best of each full sync is kept), HOUSEHOLD_BENCH_INC_TRIALS (default 21),
+# HOUSEHOLD_BENCH_PARTS (default "1 2": which parts to run).
 set -euo pipefail
 bin=${1:?usage: bench/55-household.sh RELEASE_BIN_DIR}
 here=$(cd "$(dirname "$0")" && pwd)
@@ -36,7 +43,9 @@ now() { echo "$EPOCHREALTIME"; }
 elapsed() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", b - a }'; }
 min() { awk -v a="$1" -v b="$2" 'BEGIN { print (a == "" || b < a) ? b : a }'; }
 median() { printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
-inc_trials=${HOUSEHOLD_BENCH_INC_TRIALS:-11}
+inc_trials=${HOUSEHOLD_BENCH_INC_TRIALS:-21}
+parts=${HOUSEHOLD_BENCH_PARTS:-1 2}
+runs() { case " $parts " in *" $1 "*) return 0 ;; esac; return 1; }
 
 # Serves $1 until stopped; sets $port and $serve_pid.
 serve() {
@@ -99,30 +108,45 @@ converge() {
 }
 
 # --- 1. Incremental sync of 100 changed records, against an empty session ----
+# timed WALLS CPUS OUT CMD...: runs CMD with stdout to OUT, and appends its
+# wall-clock and CPU (user + system) seconds to the arrays named WALLS and CPUS.
+timed() {
+    local -n walls_=$1 cpus_=$2
+    local out=$3 t w u s
+    shift 3
+    t=$( { TIMEFORMAT='%3R %3U %3S'; time "$@" > "$out"; } 2>&1 )
+    read -r w u s <<< "$t"
+    walls_+=("$w")
+    cpus_+=("$(awk -v u="$u" -v s="$s" 'BEGIN { printf "%.3f", u + s }')")
+}
+if runs 1; then
 household inc 1
 "$bin/peer-sync" connect --db "$work/inc-m1.db" "127.0.0.1:$port" > /dev/null
 "$bin/peer-sync" connect --db "$work/inc-m1.db" "127.0.0.1:$port" > /dev/null
-incs=() noops=()
+inc_wall=() inc_cpu=() noop_wall=() noop_cpu=()
 for t in $(seq "$inc_trials"); do
     fixture edits 100 "trial $t" | sed 's/"id":"r-/"id":"owner-/' | "$bin/merge-records" --db "$work/inc-owner.db" --stamp > /dev/null
     # The serve may still be closing the last session (a connect then gets
     # BUSY and waits 0.5 s): let it finish, outside the time measured.
     sync; sleep 0.3
-    t0=$(now)
-    "$bin/peer-sync" connect --db "$work/inc-m1.db" "127.0.0.1:$port" > "$work/inc.json"
-    incs+=("$(elapsed "$t0" "$(now)")")
-    grep -q '"received":100,' "$work/inc.json" || { echo "incremental sync did not carry 100 records: $(cat "$work/inc.json")"; exit 1; }
+    timed inc_wall inc_cpu "$work/inc.json" "$bin/peer-sync" connect --db "$work/inc-m1.db" "127.0.0.1:$port"
+    grep -q '"records":{"sent":0,"received":100,' "$work/inc.json" || { echo "incremental sync did not carry 100 records: $(cat "$work/inc.json")"; exit 1; }
     sync; sleep 0.3
-    t0=$(now)
-    "$bin/peer-sync" connect --db "$work/inc-m1.db" "127.0.0.1:$port" > "$work/noop.json"
-    noops+=("$(elapsed "$t0" "$(now)")")
+    timed noop_wall noop_cpu "$work/noop.json" "$bin/peer-sync" connect --db "$work/inc-m1.db" "127.0.0.1:$port"
+    grep -q '"records":{"sent":0,"received":0,' "$work/noop.json" || { echo "the empty session carried records: $(cat "$work/noop.json")"; exit 1; }
 done
-awk -v i="$(median "${incs[@]}")" -v n="$(median "${noops[@]}")" -v r="$records" -v t="$inc_trials" 'BEGIN {
-    printf "incremental sync, 100 changed records in a %d-record household store: %.3f s (target < 1 s); an empty session: %.3f s (medians of %d each)\n", r, i, n, t
-    printf "  ratio: incremental = %.2f x an empty session (target <= 1.10)\n", i / n
+pair_ratios=()
+for i in "${!inc_wall[@]}"; do pair_ratios+=("$(awk -v a="${inc_wall[$i]}" -v b="${noop_wall[$i]}" 'BEGIN { printf "%.4f", a / b }')"); done
+awk -v i="$(median "${inc_wall[@]}")" -v n="$(median "${noop_wall[@]}")" -v p="$(median "${pair_ratios[@]}")" \
+    -v ic="$(median "${inc_cpu[@]}")" -v nc="$(median "${noop_cpu[@]}")" -v r="$records" -v t="$inc_trials" 'BEGIN {
+    printf "incremental sync, 100 changed records in a %d-record household store: %.3f s (target < 1 s); an empty session: %.3f s (medians of %d pairs)\n", r, i, n, t
+    printf "  ratio: incremental = %.3f x an empty session (target <= 1.10); median of the pairs'"'"' ratios %.3f\n", i / n, p
+    printf "  CPU of the connecting side: incremental %.3f s, empty %.3f s: %.3f x\n", ic, nc, ic / nc
 }'
+fi
 
 # --- 2. Full sync: four devices against two -----------------------------------
+if runs 2; then
 best2="" best4=""
 for _ in $(seq "$trials"); do
     household two 1
@@ -136,3 +160,4 @@ awk -v a="$best2" -v b="$best4" -v r="$records" -v s2="$s2" -v s4="$s4" 'BEGIN {
     printf "full sync until every store holds every record, %d records per device: two devices %.2f s (%d session), four devices %.2f s (%d sessions)\n", r, a, s2, b, s4
     printf "  ratio: four devices = %.2f x two devices (four hold 2 x the records and move them through the owner)\n", b / a
 }'
+fi

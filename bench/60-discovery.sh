@@ -113,6 +113,11 @@ done
 
 # --- 2. An address change to a successful Sync Now ----------------------------
 start_serve; wait_listening
+# The moves start once serve answers (its names are claimed after RFC 6762's
+# probing, ~1 s): otherwise the first move measures the probing, not the move.
+for _ in $(seq 20); do
+    on "$kid" "$bin/peer-sync" discover --db "$work/kid.db" | grep -q '"role":"owner"' && break
+done
 moved=""
 for r in $(seq "$runs"); do
     ip -n "$owner" addr flush dev eth0

@@ -41,6 +41,8 @@ extension ToolError {
 
     /// How a revoked device's store comes back, in every message that tells it it is revoked.
     static let rejoinAdvice = "to rejoin, the owner makes a new offer (pair-qr) and this store redeems it with 'peer-sync join' (a new admission; its records merge by last-writer-wins)"
+    /// The same for a device the owner's device does not know (docs/protocol.md §4.6).
+    static let joinAgainAdvice = "to join, the owner makes a new offer (pair-qr) and this store redeems it with 'peer-sync join' (a new admission; its records merge by last-writer-wins)"
 
     static func status(_ kind: StoreError.Kind) -> ExitStatus {
         switch kind {
@@ -96,7 +98,7 @@ extension ToolError {
         if e.isUnreachable { return .unavailable }
         switch e.kind {
         case .protocolViolation, .peerReportedError, .wrongFamily: return .dataError
-        case .refused, .refusedRevoked, .keyNotAccepted, .revoked, .revokedByRoster, .notAMember: return .noPermission
+        case .refused, .refusedRevoked, .unknownToOwner, .keyNotAccepted, .revoked, .revokedByRoster, .notAMember: return .noPermission
         case .noOtherDevice, .notLocalAddress: return .usage
         case .acceptFailed, .storeFailed: return .ioError
         default: return .software
@@ -109,6 +111,7 @@ extension ToolError {
         switch e.kind {
         case .noPeer: words = "\(e.what) (is 'peer-sync serve' running?)"
         case .refused where e.reason == RefusalReason.alreadyMember.rawValue: words = "\(e.what); use 'peer-sync connect'"
+        case .unknownToOwner: words = "\(e.what); \(joinAgainAdvice)"
         case .revoked: words = "\(e.what): \(rejoinAdvice)"
         case .revokedByRoster, .refusedRevoked: words = "\(e.what); \(rejoinAdvice)"
         case .localNameUnanswered: words = "\(e.what) (is 'peer-sync serve' running there, on the same network?)"

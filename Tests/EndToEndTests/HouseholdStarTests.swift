@@ -274,6 +274,104 @@ final class Star {
         }
     }
 
+    /// §4.6: a device admitted after the owner's copy was taken is unknown to
+    /// the restored owner. Its refusal says what to do, and its own store
+    /// joins again with a new offer: nothing of it is lost.
+    @Test func aDeviceAdmittedAfterTheOwnersCopyJoinsAgainWithItsOwnStore() throws {
+        let h = try Star(members: 2)
+        defer { h.stop() }
+        let (a, b) = (h.members[0], h.members[1])
+        try h.edit(a, day: 0, (0..<3).map { Self.receipt("r-\($0)", "first") })
+        try h.rounds(1, day: 0)
+        let copy = h.dir.file("owner-backup.db")
+        #expect(try Tools.run("merge-records", ["--db", h.owner, "--backup", copy]).status == 0)
+        let e = h.dir.file("e.db")
+        let joined = try h.join(e, day: 1)
+        #expect(joined.status == 0, "\(joined.err)")
+        let eID = try Household.device(e)
+        h.members.append(e)
+        try h.edit(e, day: 1, [Self.receipt("e-1", "E's, synced before the restore")])
+        try h.rounds(2, day: 1)
+        for s in [a, b] { #expect(try Store(path: s).device(eID) != nil && Star.isLive(s, "e-1"), "\(s) knows E") }
+        // A current member's store offered a new admission: the owner refuses, nothing changes.
+        let before = try Household.fingerprint(e)
+        let twice = try h.join(e, day: 1)
+        #expect(twice.status == 77 && twice.err.contains("already in the family"), "\(twice.err)")
+        #expect(try Household.fingerprint(e) == before)
+
+        // The owner's store is restored from the copy: E's admission is not in it.
+        h.stopServe()
+        for suffix in ["", "-wal", "-shm"] { unlink(h.owner + suffix) }
+        try FileManager.default.copyItem(atPath: copy, toPath: h.owner)
+        try h.edit(e, day: 2, [Self.receipt("e-2", "E's, after the restore")])
+        let beforeRefusal = try Household.fingerprint(e)
+        let unknown = try h.sync(e, day: 2)
+        #expect(unknown.status == 77)
+        #expect(unknown.err.contains("does not know device \(eID)") && unknown.err.contains("new offer (pair-qr)")
+                && unknown.err.contains("'peer-sync join'"), "\(unknown.err)")
+        #expect(try Household.fingerprint(e) == beforeRefusal, "an unauthenticated refusal changes nothing")
+        // What the refusal says: a new offer, redeemed by E's own store.
+        let again = try h.join(e, day: 2)
+        #expect(again.status == 0, "\(again.err)")
+        try h.rounds(2, day: 2)
+        for s in h.all {
+            for id in ["r-0", "e-1", "e-2"] { #expect(try Star.isLive(s, id), "\(s) has \(id)") }
+            #expect(try Store(path: s).device(eID)?.revokedAt == nil, "\(s) holds E as a current member")
+        }
+        #expect(Set(try h.all.map { try Household.digest($0) }).count == 1)
+    }
+
+    /// §4.6: the owner's copy taken before any device joined holds the
+    /// family's roster key (made with the family), so the restored owner
+    /// signs as the members expect. Every member is unknown to it and joins
+    /// again with its own store; the members apply the restored owner's
+    /// statements, and a device revoked since the copy stays out.
+    @Test func anOwnerRestoredFromACopyOlderThanEveryAdmissionSignsAsBefore() throws {
+        let h = try Star(members: 0)
+        defer { h.stop() }
+        let copy = h.dir.file("owner-backup.db")
+        #expect(try Tools.run("merge-records", ["--db", h.owner, "--backup", copy]).status == 0)
+        let rosterKey = try #require(try Store(path: h.owner).secret("roster_signing_key")?.copiedBytes, "the roster key is made with the family")
+        for i in 0..<3 {
+            let m = h.dir.file("m\(i).db")
+            #expect(try h.join(m, day: 0).status == 0)
+            h.members.append(m)
+        }
+        let (a, b, c) = (h.members[0], h.members[1], h.members[2])
+        try h.edit(a, day: 0, [Self.receipt("a-1", "A's")])
+        try h.rounds(2, day: 0)
+        let cID = try Household.device(c)
+        #expect(try Tools.run("peer-sync", ["revoke", "--db", h.owner, "--now", h.day(1), cID]).status == 0)
+        h.members = [a, b]
+        try h.rounds(2, day: 1)
+        let versions = try [a, b].map { try Star.rosterVersion($0) }
+        let epoch = try Store(path: a).familyEpoch
+
+        h.stopServe()
+        for suffix in ["", "-wal", "-shm"] { unlink(h.owner + suffix) }
+        try FileManager.default.copyItem(atPath: copy, toPath: h.owner)
+        #expect(try Store(path: h.owner).secret("roster_signing_key")?.copiedBytes == rosterKey)
+        for m in [a, b] {
+            let r = try h.sync(m, day: 2)
+            #expect(r.status == 77 && r.err.contains("'peer-sync join'"), "\(r.err)")
+            let j = try h.join(m, day: 2)
+            #expect(j.status == 0, "\(j.err)")
+        }
+        try h.rounds(2, day: 2)
+        let o = try Store(path: h.owner)
+        #expect(try Star.rosterVersion(h.owner) > versions.max()!, "the owner counts on above the members' statements")
+        #expect(try o.familyEpoch > epoch, "the owner moved to a key above the one C may hold")
+        for s in [a, b] {
+            let st = try Store(path: s)
+            #expect(try Star.rosterVersion(s) == Star.rosterVersion(h.owner), "\(s) applied the restored owner's statement")
+            #expect(try st.familyEpoch == o.familyEpoch)
+            #expect(try st.device(cID) == nil || st.device(cID)?.revokedAt != nil, "\(s): C is not a current member")
+            #expect(try Star.isLive(s, "a-1"))
+        }
+        #expect(try h.sync(c, day: 2).status == 77, "C stays out")
+        #expect(Set(try h.all.map { try Household.digest($0) }).count == 1)
+    }
+
     @Test func aLyingMemberCannotRevokeOrAddDevices() throws {
         let h = try Star(members: 3, maxDevices: 5)
         defer { h.stop() }

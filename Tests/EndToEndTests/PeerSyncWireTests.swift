@@ -71,6 +71,31 @@ import FamilySync
         #expect(ended["outcome"]?.stringValue == "vanished")
     }
 
+    /// §5.1: the session slot is free once both DONEs have crossed. A device
+    /// connecting while the last session is still closing (here a peer that
+    /// holds its connection open after DONE, so the owner waits out its close)
+    /// is not told BUSY: its session starts when that closing ends.
+    @Test func aConnectWhileTheLastSessionClosesIsNotToldBusy() throws {
+        let dir = TempDir()
+        let (owner, member, server) = try PeerSyncFaultTests.pair(dir)
+        defer { server.stop() }
+        let (hello, family) = try RawPeer.opening(member, ofOwner: owner)
+        let peer = try RawPeer.member(member, ofOwner: owner, port: server.port)
+        defer { peer.drop() }
+        try peer.send(hello + family + RawPeer.frame(0x11, Array("{\"count\":0,\"after\":0}".utf8)))
+        _ = try #require(try peer.readUntil(0x30, timeout: 30), "the owner's DONE")
+        let done = "{\"records\":{\"sent\":0,\"received\":0,\"applied\":0},\"photos\":{\"sent\":0,\"received\":0,\"unavailable\":0},"
+            + "\"digest\":\"\(String(repeating: "0", count: 64))\",\"upTo\":0}"
+        try peer.send(RawPeer.frame(0x30, Array(done.utf8)))
+        let sessions = server.eventLines().filter { $0["event"]?.stringValue == "session" }.count
+        let r = try Tools.run("peer-sync", ["connect", "--db", member, server.address], timeout: 60)
+        #expect(r.status == 0, "\(r.err)")
+        let busy = server.eventLines().filter { $0["event"]?.stringValue == "busy" }.count
+        #expect(busy == 0, "the serve said BUSY \(busy) times")
+        let after = server.eventLines().filter { $0["event"]?.stringValue == "session" }.count
+        #expect(after == sessions + 1)
+    }
+
     /// §7.4: each record line ends with 0x0A; no blank line, no CR, nothing
     /// around the object, a canonical modifiedAt no later than the receiver's
     /// clock allows. Any of these ends the session and nothing of the batch is kept.

@@ -114,6 +114,9 @@ public struct DNSMessage: Equatable, Sendable {
     public init() {}
 
     public var isResponse: Bool { flags & 0x8000 != 0 }
+    /// TC: in a multicast query, the known answers go on in the querier's next packets (RFC 6762 section 7.2).
+    public static let truncatedFlag: UInt16 = 0x0200
+    public var isTruncated: Bool { flags & DNSMessage.truncatedFlag != 0 }
     /// An authoritative answer, as mDNS responses are (QR and AA set).
     public static let responseFlags: UInt16 = 0x8400
     static let classIN: UInt16 = 1

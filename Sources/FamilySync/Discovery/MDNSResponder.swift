@@ -6,8 +6,8 @@ import Synchronization
 /// probes for its names, announces them on the interfaces the listener is
 /// reachable through, answers queries, renames on a conflict and says
 /// goodbye (TTL 0) when stopped; what to send and when is decided by
-/// `MDNSResponderEngine`, this class moves the packets. It also answers
-/// queries for this host's own `NAME.local`, so `owner.local` works where no
+/// `MDNSResponderEngine`, this class moves the packets. It also probes for
+/// and answers this host's own `NAME.local`, so `owner.local` works where no
 /// avahi-daemon runs. Nothing is sent on an interface it was not given, and a
 /// listener on loopback gets no responder at all (see `NetworkInterface.serving`).
 public final class MDNSResponder: @unchecked Sendable {

@@ -10,14 +10,27 @@ import Foundation
 ///   it asks three times, 250 ms apart, whether anyone holds them; an answer
 ///   that holds them with other data is a conflict and the names are renamed
 ///   ("tag (2)", host "tag-2"). Two devices probing at once compare their
-///   proposed records (section 8.2); the lexicographically earlier one waits
-///   a second and probes again, and then meets the winner's answer.
+///   proposed records (section 8.2: every record proposed for the name, on
+///   every interface, sorted); the lexicographically earlier set waits a
+///   second and probes again, and then meets the winner's answer. An
+///   interface that comes up once the names are claimed is probed on before
+///   anything is answered or announced there (a new link may hold them).
+/// - The host's own name (gethostname, `NAME.local`) is probed with them,
+///   and answered for once probed; it is the system's name, so it is never
+///   renamed: if another device holds it, it is given up (not answered for)
+///   until the next day's names are probed. Another responder on this host
+///   (avahi-daemon) answers for it with this host's addresses: packets from
+///   them are never a conflict, and no goodbye is sent for the name, which
+///   that responder may still hold. docs/protocol.md section 12a says why.
 /// - Announcing (section 8.3): three times, one and then two seconds apart.
 /// - Answering (section 6): records only this device holds at once, answers
 ///   that hold a record of a shared set (the service's PTR) after a random
 ///   20-120 ms so the answers of several devices do not collide; known
 ///   answers in the query (section 7.1) and answers another responder
-///   already multicast while ours waited (section 7.4) are left out.
+///   already multicast while ours waited (section 7.4) are left out. A
+///   query with the TC bit has more known answers to come in the querier's
+///   next packets (section 7.2): it is answered 400-500 ms later, with the
+///   known answers of every packet that came from that querier meanwhile.
 /// - Conflicts after start (section 9): a response that claims our names
 ///   with other data sends the engine back to probing under a new name.
 struct MDNSResponderEngine {
@@ -32,6 +45,9 @@ struct MDNSResponderEngine {
     static let maxProbeDelayMs: Int64 = 250
     /// Section 8.2: the loser of a simultaneous probe waits this long and probes again.
     static let lostTiebreakWait = TimeSpan.seconds(1)
+    /// How long an interface that lost its addresses still counts as there
+    /// (its next address is an address change, not a new link).
+    static let addresslessGrace = TimeSpan.seconds(5)
     /// Section 8.1: after this many conflicts within `conflictWindow`, probes are this far apart.
     static let conflictBurst = 15
     static let conflictWindow = TimeSpan.seconds(10)
@@ -40,10 +56,17 @@ struct MDNSResponderEngine {
     static let announcementOffsetsMs: [Int64] = [0, 1000, 3000]
     /// Section 6: the random delay before an answer holding a shared record.
     static let sharedAnswerDelayMs: ClosedRange<Int64> = 20...120
+    /// Section 7.2: how long a truncated query waits for the rest of its
+    /// known answers (from its last truncated packet).
+    static let truncatedWaitMs: ClosedRange<Int64> = 400...500
+    /// Truncated queries waiting at once, one per querier; a query beyond
+    /// these is answered with the known answers it carries. Their known
+    /// answers together are held to `DNSLimits.maxEntries`, one packet's worth.
+    static let maxTruncatedQueries = 32
 
     /// Where a packet goes: the mDNS group out of one interface, or straight
     /// back to a querier that asked from a port other than 5353.
-    enum Destination: Equatable {
+    enum Destination: Hashable {
         case group(interface: UInt32)
         case unicast(address: [UInt8], port: UInt16, interface: UInt32)
     }
@@ -62,6 +85,8 @@ struct MDNSResponderEngine {
         case claimed(announced: Int, next: Deadline?)
     }
 
+    /// This host's own `NAME.local`, or nil to answer for none (tests).
+    let systemHostName: DNSName?
     private let clock: MonotonicClock
     private let random: (ClosedRange<Int64>) -> Int64
     private let log: (String) -> Void
@@ -79,10 +104,20 @@ struct MDNSResponderEngine {
     private var ownAddresses: Set<[UInt8]> = []
     /// `ownAddresses` stops growing here (a host renumbered this often is broken anyway).
     static let maxOwnAddresses = 64
+    /// Interfaces that came up after the names were claimed, still probing
+    /// there (section 8.1): nothing is answered or announced on them yet.
+    private var probingOn: [UInt32: (sent: Int, next: Deadline)] = [:]
+    /// When each interface that vanished from the list was last seen (see `withAddresslessGrace`).
+    private var addresslessSince: [UInt32: Deadline] = [:]
+    /// The host's own name was found held by another device: not answered for.
+    private(set) var systemHostNameHeldElsewhere = false
     private var pending: [(due: Deadline, interface: UInt32, answers: [DNSRecord], additionals: [DNSRecord])] = []
+    /// Truncated queries collecting known answers (section 7.2), by querier address and interface.
+    private var truncated: [(source: [UInt8], interface: UInt32, due: Deadline, query: DNSMessage)] = []
 
     init(clock: MonotonicClock = .system, random: @escaping (ClosedRange<Int64>) -> Int64 = { Int64.random(in: $0) },
-         log: @escaping (String) -> Void = { _ in }) {
+         systemHostName: DNSName? = MDNSResponderEngine.ownHostName, log: @escaping (String) -> Void = { _ in }) {
+        self.systemHostName = systemHostName
         self.clock = clock
         self.random = random
         self.log = log
@@ -92,21 +127,36 @@ struct MDNSResponderEngine {
     var current: ServiceAdvertisement? { advertisement.map { $0.renamed(renameCount) } }
     /// The names are ours and answered for.
     var isClaimed: Bool { if case .claimed = phase { return true } else { return false } }
+    /// The host's own name, while it is probed for or held (not given up).
+    var claimedSystemHostName: DNSName? {
+        guard let h = systemHostName, !systemHostNameHeldElsewhere, h != current?.hostName else { return nil }
+        return h
+    }
+    /// The interfaces the names are claimed on: all but those still probing.
+    var claimedInterfaces: [NetworkInterface] { isClaimed ? interfaces.filter { probingOn[$0.index] == nil } : [] }
 
     // MARK: Input
 
     /// The advertisement and the interfaces as they are now. New names (a
     /// new day, another port) are probed for after a goodbye for the old
     /// ones; a new address or TXT is announced; the first interface starts probing.
-    mutating func update(advertisement ad: ServiceAdvertisement?, interfaces ifs: [NetworkInterface]) -> [Packet] {
+    mutating func update(advertisement ad: ServiceAdvertisement?, interfaces given: [NetworkInterface]) -> [Packet] {
         var out: [Packet] = []
+        let ifs = withAddresslessGrace(given)
         let namesChanged = ad?.instance != advertisement?.instance || ad?.port != advertisement?.port
         if namesChanged || ad == nil || ifs.isEmpty {
-            if isClaimed, let old = current { out += goodbye(old, on: interfaces) }
+            if isClaimed, let old = current { out += goodbye(old, on: claimedInterfaces) }
         }
         let hadInterfaces = !interfaces.isEmpty
-        let changed = ad != advertisement || ifs != interfaces
-        if namesChanged { renameCount = 1 }
+        let known = Set(interfaces.map(\.index))
+        let arrived = ifs.filter { !known.contains($0.index) }
+        // What changed on interfaces that stay (an address, a new TXT) is
+        // announced again; interfaces that arrive are probed on first.
+        let kept = Dictionary(ifs.filter { known.contains($0.index) }.map { ($0.index, $0) }, uniquingKeysWith: { a, _ in a })
+        let before = Dictionary(interfaces.filter { kept[$0.index] != nil }.map { ($0.index, $0) }, uniquingKeysWith: { a, _ in a })
+        let changed = ad != advertisement || kept != before
+        if namesChanged { renameCount = 1; systemHostNameHeldElsewhere = false }
+        probingOn = probingOn.filter { k, _ in ifs.contains { $0.index == k } }
         advertisement = ad
         interfaces = ifs
         for i in ifs {
@@ -115,12 +165,34 @@ struct MDNSResponderEngine {
         if ad == nil || ifs.isEmpty {
             phase = .idle
             pending.removeAll()
+            truncated.removeAll()
+            probingOn.removeAll()
         } else if namesChanged || !hadInterfaces || phase == .idle {
             startProbing(after: TimeSpan(milliseconds: random(0...MDNSResponderEngine.maxProbeDelayMs)))
-        } else if changed, isClaimed {
-            announceAgain()
+        } else {
+            if isClaimed {
+                // Section 8.1: a new link may hold the names; probe there first.
+                for i in arrived { probingOn[i.index] = (0, clock.now().adding(TimeSpan(milliseconds: random(0...MDNSResponderEngine.maxProbeDelayMs)))) }
+            } else if case let .probing(sent, _) = phase, sent > 0, !arrived.isEmpty {
+                // Probes already sent missed the new link: all three again, on every interface.
+                startProbing(after: TimeSpan(milliseconds: random(0...MDNSResponderEngine.maxProbeDelayMs)))
+            }
+            if changed, isClaimed { announceAgain() }
         }
         return out
+    }
+
+    /// `given` plus each interface that lost its addresses less than
+    /// `addresslessGrace` ago, kept without addresses (nothing is sent on
+    /// it): a new lease often removes the old address a moment before it
+    /// adds the new one, and that is an address change on the same link (an
+    /// announcement), not the link going away (goodbyes, then probing again).
+    private mutating func withAddresslessGrace(_ given: [NetworkInterface]) -> [NetworkInterface] {
+        let now = clock.now()
+        let present = Set(given.map(\.index))
+        for i in interfaces where !present.contains(i.index) && addresslessSince[i.index] == nil { addresslessSince[i.index] = now }
+        addresslessSince = addresslessSince.filter { k, since in !present.contains(k) && now < since.adding(MDNSResponderEngine.addresslessGrace) }
+        return given + interfaces.filter { addresslessSince[$0.index] != nil }.map { NetworkInterface(name: $0.name, index: $0.index, address: []) }
     }
 
     /// Timers that are due: probes, the end of probing, announcements, delayed answers.
@@ -141,12 +213,26 @@ struct MDNSResponderEngine {
                 return out + tick()
             }
         case let .claimed(announced, next?) where next <= now:
-            if let ad = current { out += interfaces.map { Packet(message: response(allRecords(ad, $0)), destination: .group(interface: $0.index)) } }
+            if let ad = current { out += claimedInterfaces.map { Packet(message: response(allRecords(ad, $0)), destination: .group(interface: $0.index)) } }
             let offsets = MDNSResponderEngine.announcementOffsetsMs
             let n = announced + 1
             phase = .claimed(announced: n, next: n < offsets.count ? (claimedAt ?? now).adding(TimeSpan(milliseconds: offsets[n])) : nil)
         default:
             break
+        }
+        if isClaimed {
+            for (index, p) in probingOn.sorted(by: { $0.key < $1.key }) where p.next <= now {
+                guard let i = interfaces.first(where: { $0.index == index }) else { continue }
+                if p.sent < MDNSResponderEngine.probes {
+                    if let packet = probe(on: i, first: p.sent == 0) { out.append(packet) }
+                    probingOn[index] = (p.sent + 1, now.adding(MDNSResponderEngine.probeInterval))
+                } else {
+                    // Claimed there too: announced (on every interface, from the start of the schedule).
+                    probingOn[index] = nil
+                    announceAgain()
+                    return out + tick()
+                }
+            }
         }
         let due = pending.filter { $0.due <= now }
         pending.removeAll { $0.due <= now }
@@ -155,12 +241,18 @@ struct MDNSResponderEngine {
             m.additionals = p.additionals.filter { !p.answers.contains($0) }
             out.append(Packet(message: m, destination: .group(interface: p.interface)))
         }
+        let complete = truncated.filter { $0.due <= now }
+        truncated.removeAll { $0.due <= now }
+        for t in complete {
+            guard let i = interfaces.first(where: { $0.index == t.interface }) else { continue }
+            out += answer(t.query, from: t.source, port: MDNS.port, on: i, waited: true)
+        }
         return out
     }
 
     /// When `tick()` has something to do next; nil when nothing is scheduled.
     var nextWake: Deadline? {
-        var times = pending.map(\.due)
+        var times = pending.map(\.due) + truncated.map(\.due) + (isClaimed ? probingOn.values.map(\.next) : [])
         switch phase {
         case let .probing(_, next): times.append(next)
         case let .claimed(_, next?): times.append(next)
@@ -171,33 +263,65 @@ struct MDNSResponderEngine {
 
     /// Goodbyes (TTL 0) for everything announced; the engine goes idle.
     mutating func stop() -> [Packet] {
-        defer { phase = .idle; pending.removeAll() }
+        defer { phase = .idle; pending.removeAll(); truncated.removeAll(); probingOn.removeAll() }
         guard isClaimed, let ad = current else { return [] }
-        return goodbye(ad, on: interfaces)
+        return goodbye(ad, on: claimedInterfaces)
     }
 
     /// One datagram from the network (or our own, looped back).
     mutating func receive(_ d: Datagram) -> [Packet] {
         guard let i = interfaces.first(where: { $0.index == d.interfaceIndex }) else { return [] }
         guard let m = try? DNSMessage(parsing: d.bytes), m.flags & 0x7800 == 0 else { return [] }
+        let fromThisHost = ownAddresses.contains(d.source)
         if m.isResponse {
             suppressDuplicates(m)
-            if !ownAddresses.contains(d.source), conflicts(m.answers + m.additionals) { renameAfterConflict() }
+            guard !fromThisHost else { return [] }
+            if holdsOthers(m.answers + m.additionals, of: claimedSystemHostName) { giveUpSystemHostName() }
+            if conflicts(m.answers + m.additionals) { renameAfterConflict() }
             return []
         }
-        if case .probing = phase, !m.authorities.isEmpty, lostTiebreak(m.authorities) {
-            // Section 8.2: the other device's records win; probe again in a
-            // second, when it will answer if it has taken the names.
-            phase = .probing(sent: 0, next: clock.now().adding(MDNSResponderEngine.lostTiebreakWait))
-            return []
+        // Section 8.2: the other device's records win; probe again in a
+        // second, when it will answer if it has taken the names. (This
+        // host's own probes, looped back, are no contest.)
+        if !fromThisHost, !m.authorities.isEmpty {
+            if case .probing = phase, lostTiebreak(m.authorities) {
+                phase = .probing(sent: 0, next: clock.now().adding(MDNSResponderEngine.lostTiebreakWait))
+                return []
+            }
+            if probingOn[i.index] != nil, lostTiebreak(m.authorities) {
+                probingOn[i.index] = (0, clock.now().adding(MDNSResponderEngine.lostTiebreakWait))
+                return []
+            }
         }
-        return answer(m, from: d, on: i)
+        if d.sourcePort == MDNS.port, collectKnownAnswers(m, from: d.source, on: i) { return [] }
+        return answer(m, from: d.source, port: d.sourcePort, on: i, waited: false)
+    }
+
+    /// Section 7.2: a truncated query is held for the known answers that
+    /// follow from the same querier; a packet from a querier with a query
+    /// held adds its known answers (and any questions) to it, and a truncated
+    /// one waits again. True when the packet was taken so.
+    private mutating func collectKnownAnswers(_ m: DNSMessage, from source: [UInt8], on i: NetworkInterface) -> Bool {
+        let room = max(0, DNSLimits.maxEntries - truncated.reduce(0) { $0 + $1.query.answers.count })
+        func wait() -> Deadline { clock.now().adding(TimeSpan(milliseconds: random(MDNSResponderEngine.truncatedWaitMs))) }
+        if let k = truncated.firstIndex(where: { $0.source == source && $0.interface == i.index }) {
+            truncated[k].query.answers += m.answers.prefix(room)
+            for q in m.questions where !truncated[k].query.questions.contains(q) { truncated[k].query.questions.append(q) }
+            if m.isTruncated { truncated[k].due = wait() }
+            return true
+        }
+        guard m.isTruncated, !m.questions.isEmpty, truncated.count < MDNSResponderEngine.maxTruncatedQueries else { return false }
+        var held = m
+        held.answers = Array(m.answers.prefix(room))
+        truncated.append((source, i.index, wait(), held))
+        return true
     }
 
     // MARK: Probing and conflicts
 
     private mutating func startProbing(after delay: TimeSpan) {
         pending.removeAll()
+        probingOn.removeAll()
         phase = .probing(sent: 0, next: clock.now().adding(delay))
     }
 
@@ -211,16 +335,36 @@ struct MDNSResponderEngine {
     private func probe(on i: NetworkInterface, first: Bool) -> Packet? {
         guard let ad = current else { return nil }
         var m = DNSMessage()
-        m.questions = [DNSQuestion(name: ad.instanceName, type: DNSType.any.rawValue, unicastResponse: first),
-                       DNSQuestion(name: ad.hostName, type: DNSType.any.rawValue, unicastResponse: first)]
-        m.authorities = [srv(ad), txt(ad)] + addressRecords(ad.hostName, i)
+        m.questions = probedNames(ad).map { DNSQuestion(name: $0, type: DNSType.any.rawValue, unicastResponse: first) }
+        m.authorities = [srv(ad), txt(ad)] + addressRecords(ad.hostName, i) + (claimedSystemHostName.map { addressRecords($0, i) } ?? [])
         return Packet(message: m, destination: .group(interface: i.index))
+    }
+
+    /// The unique names probed for: the instance, its host, and the host's own name unless given up.
+    private func probedNames(_ ad: ServiceAdvertisement) -> [DNSName] {
+        [ad.instanceName, ad.hostName] + (claimedSystemHostName.map { [$0] } ?? [])
     }
 
     /// The records this device holds under the unique names it claims, on any interface.
     private func ownUnique(_ ad: ServiceAdvertisement) -> [DNSName: [DNSRData]] {
         [ad.instanceName: [srv(ad).data, txt(ad).data],
          ad.hostName: interfaces.flatMap { addressRecords(ad.hostName, $0).map(\.data) }]
+    }
+
+    /// A record under `name` (the host's own) with data this host does not
+    /// hold for it on any interface: another device holds that name.
+    private func holdsOthers(_ records: [DNSRecord], of name: DNSName?) -> Bool {
+        guard phase != .idle, let name else { return false }
+        let mine = interfaces.flatMap { addressRecords(name, $0).map(\.data) }
+        return records.contains { $0.ttl > 0 && $0.name == name && !mine.contains($0.data) }
+    }
+
+    /// The host's own name is another device's: stop answering for it (it
+    /// is the system's name, not ours to rename) until the next day's probe.
+    private mutating func giveUpSystemHostName() {
+        guard let name = claimedSystemHostName else { return }
+        systemHostNameHeldElsewhere = true
+        log("\(name) is used on the network by another device; this device answers only to its day's name (connect by address or by the day's tag)")
     }
 
     /// A record under one of our unique names with data we do not hold: someone else has the name.
@@ -242,19 +386,21 @@ struct MDNSResponderEngine {
         startProbing(after: backoff ? MDNSResponderEngine.conflictBackoff : TimeSpan(milliseconds: random(0...MDNSResponderEngine.maxProbeDelayMs)))
     }
 
-    /// Section 8.2: for each of our names in the other probe, its records and
-    /// ours, sorted, are compared as (class, type, rdata) bytes; the earlier set loses.
-    /// Identical sets (our own probe, looped back) are no contest.
+    /// Section 8.2: for each of our names in the other probe, the records it
+    /// proposes and all we propose for the name (on every interface, each
+    /// record once), sorted, are compared as (class, type, rdata) bytes; the
+    /// earlier set loses. Identical sets are no contest.
     private func lostTiebreak(_ theirs: [DNSRecord]) -> Bool {
         guard let ad = current else { return false }
-        for i in interfaces.prefix(1) {
-            guard let ours = probe(on: i, first: false)?.message.authorities else { continue }
-            for name in [ad.instanceName, ad.hostName] {
-                let a = MDNSResponderEngine.tiebreakKeys(ours.filter { $0.name == name })
-                let b = MDNSResponderEngine.tiebreakKeys(theirs.filter { $0.name == name })
-                guard !b.isEmpty, a != b else { continue }
-                if MDNSResponderEngine.isEarlier(a, than: b) { return true }
-            }
+        var ours: [DNSRecord] = []
+        for i in interfaces {
+            for r in probe(on: i, first: false)?.message.authorities ?? [] where !ours.contains(r) { ours.append(r) }
+        }
+        for name in probedNames(ad) {
+            let a = MDNSResponderEngine.tiebreakKeys(ours.filter { $0.name == name })
+            let b = MDNSResponderEngine.tiebreakKeys(theirs.filter { $0.name == name })
+            guard !b.isEmpty, a != b else { continue }
+            if MDNSResponderEngine.isEarlier(a, than: b) { return true }
         }
         return false
     }
@@ -287,7 +433,9 @@ struct MDNSResponderEngine {
         }
     }
 
-    private mutating func answer(_ q: DNSMessage, from d: Datagram, on i: NetworkInterface) -> [Packet] {
+    /// `waited`: the query already waited (section 7.2's collection of known
+    /// answers), so shared answers go at once rather than after another delay.
+    private mutating func answer(_ q: DNSMessage, from source: [UInt8], port: UInt16, on i: NetworkInterface, waited: Bool) -> [Packet] {
         var answers: [DNSRecord] = []
         var extra: [DNSRecord] = []
         var shared = false
@@ -297,7 +445,10 @@ struct MDNSResponderEngine {
             if known.contains(where: { $0.name == r.name && $0.data == r.data && $0.ttl >= r.ttl / 2 }) { return }
             if !list.contains(r) { list.append(r) }
         }
-        let ad = isClaimed ? current : nil
+        // Nothing is ours on an interface still probing.
+        let answering = isClaimed && probingOn[i.index] == nil
+        let ad = answering ? current : nil
+        let ownName = answering ? claimedSystemHostName : nil
         for question in q.questions {
             if let ad {
                 if question.name == ServiceAdvertisement.serviceType, question.matches(.ptr) {
@@ -314,13 +465,13 @@ struct MDNSResponderEngine {
                     addressRecords(ad.hostName, i).filter { question.type == DNSType.any.rawValue || question.type == $0.data.type }.forEach { add($0, &answers) }
                 }
             }
-            if let own = MDNSResponderEngine.ownHostName, question.name == own {
+            if let own = ownName, question.name == own {
                 addressRecords(own, i).filter { question.type == DNSType.any.rawValue || question.type == $0.data.type }.forEach { add($0, &answers) }
             }
         }
         guard !answers.isEmpty else { return [] }
         extra.removeAll { answers.contains($0) }
-        if d.sourcePort != MDNS.port {
+        if port != MDNS.port {
             // A legacy querier: its ID and question back, short TTLs, no cache-flush bits, at once.
             var m = response(answers)
             m.additionals = extra
@@ -329,12 +480,12 @@ struct MDNSResponderEngine {
             func legacy(_ r: DNSRecord) -> DNSRecord { var r = r; r.ttl = min(r.ttl, MDNSResponderEngine.legacyTTL); r.cacheFlush = false; return r }
             m.answers = m.answers.map(legacy)
             m.additionals = m.additionals.map(legacy)
-            return [Packet(message: m, destination: .unicast(address: d.source, port: d.sourcePort, interface: i.index))]
+            return [Packet(message: m, destination: .unicast(address: source, port: port, interface: i.index))]
         }
         // Answers to a querier on 5353 are multicast, QU or not (section 5.4
         // allows it): several stacks may share the port on its host (avahi,
         // a browser), and a unicast datagram reaches only one of them.
-        guard shared else {
+        guard shared, !waited else {
             var m = response(answers)
             m.additionals = extra
             return [Packet(message: m, destination: .group(interface: i.index))]
@@ -382,8 +533,8 @@ struct MDNSResponderEngine {
         ifs.map { i in Packet(message: response(allRecords(ad, i).map { var r = $0; r.ttl = 0; return r }), destination: .group(interface: i.index)) }
     }
 
-    /// This host's own name in `.local`, from gethostname(2): answered for
-    /// (so `owner.local` works where no avahi-daemon runs), not claimed.
+    /// This host's own name in `.local`, from gethostname(2): probed for and
+    /// answered (so `owner.local` works where no avahi-daemon runs), never renamed.
     static let ownHostName: DNSName? = {
         var buf = [CChar](repeating: 0, count: 256)
         guard gethostname(&buf, buf.count - 1) == 0 else { return nil }

@@ -33,7 +33,10 @@ extension Store {
         return FamilyInfo(id: id, role: role, ownerDevice: owner)
     }
 
-    /// Makes a new family with this device as its owner. Call inside `write`.
+    /// Makes a new family with this device as its owner, and the owner's
+    /// roster key with it: any copy of the store that holds the family holds
+    /// the key too, so a store restored from one still signs as the members
+    /// expect (docs/protocol.md §4.6). Call inside `write`.
     public func createFamily(now: Timestamp) throws -> FamilyInfo {
         if let f = try family() { return f }
         let me = try deviceID
@@ -43,6 +46,7 @@ extension Store {
         try setMeta("owner_device", me)
         try setSecret("family_secret", try SecretBytes.random(count: Store.familySecretBytes))
         try db.run("INSERT OR IGNORE INTO devices (device_id, role, joined_at) VALUES (?, 'owner', ?)", [.text(me), .int(now.milliseconds)])
+        _ = try ownerRosterPublicKey()
         return f
     }
 

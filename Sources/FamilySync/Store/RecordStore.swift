@@ -74,6 +74,19 @@ extension Store {
         try applyRecords(records, stamping: false, now: now, watching: watching, purgeFloor: purgeFloor, explain: explain)
     }
 
+    /// The same for versions already validated where they lie: `scans` are
+    /// record lines in the bytes at `base` (a session's RECORDS batch, read
+    /// once by the session and not parsed again here).
+    func applyRemoteInTransaction(_ base: UnsafePointer<UInt8>, _ scans: [RecordScan], now: Timestamp, watching: ClosedRange<Int64>?,
+                                  purgeFloor: Timestamp?) throws -> ApplySummary {
+        let applier = try RecordApplier(store: self, now: now, stamping: false)
+        applier.watching = watching
+        applier.purgeFloor = purgeFloor?.milliseconds
+        for scan in scans { try applier.apply(base, scan, explain: nil) }
+        try applier.finish()
+        return applier.summary
+    }
+
     /// Applies edits made on this device: each gets `deviceId` = this device
     /// and `modifiedAt` = now — or 1 ms after the version held, when that is
     /// later, so an edit always supersedes the version it edits — then goes
@@ -258,6 +271,9 @@ final class RecordApplier {
     private let digestScratch = TermScratch()
     /// Change numbers whose replacement is reported in `summary.displaced`.
     var watching: ClosedRange<Int64>?
+    /// The last id applied was held already: the next is looked up before an
+    /// insert is tried (one index probe instead of two for a run of edits).
+    private var lookUpFirst = false
     private var scratch: [UInt8] = []
 
     init(store: Store, now: Timestamp, stamping: Bool) throws {
@@ -293,7 +309,9 @@ final class RecordApplier {
     }
 
     /// Applies one scanned version at `base`. A new id is inserted straight
-    /// away (one index probe); only an id already held is looked up and judged.
+    /// away (one index probe); an id already held is looked up and judged.
+    /// Which is tried first follows the last id: a bulk load of new ids
+    /// inserts, a session's run of edits looks up.
     func apply(_ base: UnsafePointer<UInt8>, _ r: RecordScan, explain: ((ApplyExplanation) throws -> Void)?) throws {
         summary.received += 1
         let idDecoded: [UInt8]? = r.id.escaped ? RecordScanner.decode(base, r.id) : nil
@@ -333,37 +351,61 @@ final class RecordApplier {
                 throw RecordLineError(record: String(decoding: UnsafeRawBufferPointer(start: idp, count: idn), as: UTF8.self),
                                       RecordError(field: "field 'type'", "missing (a delete may give only its id when this store holds the record)"))
             }
-            // 0. Purged here: an old version of an id this store no longer holds.
-            if let floor = purgeFloor, time <= floor {
+            // Look the id up first after an id that was held (a session's
+            // edits are mostly of records the store holds); else insert first.
+            var onHeldRow = false
+            if lookUpFirst {
                 try bindText(select, 1, idp, idn)
                 let rc = sqlite3_step(select.stmt)
-                sqlite3_reset(select.stmt)
-                if rc == SQLITE_DONE {
-                    summary.purged += 1
-                    return
+                if rc == SQLITE_ROW {
+                    onHeldRow = true
+                } else {
+                    sqlite3_reset(select.stmt)
+                    if rc != SQLITE_DONE { try db.check(rc, "looking up a record") }
                 }
-                if rc != SQLITE_ROW { try db.check(rc, "looking up a record") }
             }
-            // 1. A new id: insert, done.
-            prepareLine(base, r, time: time)
             var rid: Int64 = 0
-            let inserted: Bool = try writeRow(base, r, stmt: insert, rid: nil, idp: idp, idn: idn, time: time,
-                                              typeDecoded: typeDecoded, deviceDecoded: deviceDecoded, photoCount: photoCount)
             var decision = LWW.Decision(takeRemote: true, rule: .new)
             var found = false, heldDeleted = false
+            var inserted = false
+            prepareLine(base, r, time: time)
+            if !onHeldRow {
+                // 0. Purged here: an old version of an id this store no longer holds.
+                if let floor = purgeFloor, time <= floor {
+                    var rc = SQLITE_DONE
+                    if !lookUpFirst {
+                        try bindText(select, 1, idp, idn)
+                        rc = sqlite3_step(select.stmt)
+                        sqlite3_reset(select.stmt)
+                    }
+                    if rc == SQLITE_DONE {
+                        summary.purged += 1
+                        lookUpFirst = false
+                        return
+                    }
+                    if rc != SQLITE_ROW { try db.check(rc, "looking up a record") }
+                }
+                // 1. A new id: insert, done.
+                inserted = try writeRow(base, r, stmt: insert, rid: nil, idp: idp, idn: idn, time: time,
+                                        typeDecoded: typeDecoded, deviceDecoded: deviceDecoded, photoCount: photoCount)
+                if !inserted {
+                    try bindText(select, 1, idp, idn)
+                    let rc = sqlite3_step(select.stmt)
+                    guard rc == SQLITE_ROW else {
+                        sqlite3_reset(select.stmt)
+                        try db.check(rc, "looking up a record")
+                        throw StoreError(.inconsistent, path: store.path, detail: "a record vanished while it was applied")
+                    }
+                }
+            }
+            lookUpFirst = !inserted
             if inserted {
                 rid = sqlite3_last_insert_rowid(db.handle)
                 seq += 1
             } else {
-                // 2. Held already: look it up and let the rule decide.
+                // 2. Held already (`select` is on its row): let the rule decide.
                 found = true
-                try bindText(select, 1, idp, idn)
                 defer { sqlite3_reset(select.stmt) }
-                let rc = sqlite3_step(select.stmt)
-                guard rc == SQLITE_ROW else {
-                    try db.check(rc, "looking up a record")
-                    throw StoreError(.inconsistent, path: store.path, detail: "a record vanished while it was applied")
-                }
                 rid = sqlite3_column_int64(select.stmt, 0)
                 let heldTime = sqlite3_column_int64(select.stmt, 1)
                 heldDeleted = sqlite3_column_int64(select.stmt, 3) != 0

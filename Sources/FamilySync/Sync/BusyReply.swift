@@ -29,6 +29,20 @@ final class SessionSlot: Sendable {
     func release() { taken.store(false, ordering: .releasing) }
 }
 
+/// The slot as one session holds it: released once, by whichever comes
+/// first (the DONEs crossing, or the session's end), so a later session's
+/// reservation is never released by an earlier one. One thread.
+final class SlotHold {
+    private let slot: SessionSlot
+    private var held = true
+    init(_ slot: SessionSlot) { self.slot = slot }
+    func release() {
+        guard held else { return }
+        held = false
+        slot.release()
+    }
+}
+
 /// How long a client waits before trying a busy peer again: the longer of
 /// its own backoff (0.5 s, doubling to 8 s) and the server's `retryAfterMs`
 /// (heeded up to 60 s), never past the deadline.

@@ -103,8 +103,9 @@ extension RosterEntry {
 extension Store {
     // MARK: The owner's side
 
-    /// Owner: the roster key's public half, making the key pair on first use.
-    /// Call inside `write`.
+    /// Owner: the roster key's public half. The key pair is made with the
+    /// family (`createFamily`); a family made before roster keys existed gets
+    /// it here, on first use. Call inside `write`.
     func ownerRosterPublicKey() throws -> [UInt8] {
         try Ed25519.publicKey(privateKey: try ownerRosterPrivateKey())
     }
@@ -186,8 +187,17 @@ extension Store {
 
     /// Member: keeps the owner's roster key. Call only with a key from the
     /// owner itself (a session keyed by this member's device key, or the
-    /// pairing session), inside `write`.
+    /// pairing session), inside `write`. A key other than the one held means
+    /// the owner's store holds a roster key made after the one this member
+    /// knew (the store was restored from a copy of a family older than roster
+    /// keys, §4.6): the statement held was signed with a key the owner no
+    /// longer has, so it is dropped, and the owner's statements under the new
+    /// key count from their own versions. Revocations it applied stay (a
+    /// statement lifts one only by a later admission, `applyOwnerRoster`).
     func setOwnerRosterKey(_ key: [UInt8]) throws {
+        if let held = try ownerRosterKey, held != key {
+            for k in ["roster_statement", "roster_signature", "roster_version"] { try setMeta(k, nil) }
+        }
         try setMeta("roster_key", Hex.encode(key))
     }
 
@@ -203,7 +213,11 @@ extension Store {
 
     /// Member: applies a signed roster (from the owner or relayed by a member)
     /// when it is the owner's and newer than the one held: its entries replace
-    /// this store's roster, and devices it does not list are dropped. Call
+    /// this store's roster, and devices it does not list are dropped. A
+    /// revocation this store holds is lifted only for a device the statement
+    /// admitted again after it (a `joinedAt` later than the revocation): an
+    /// owner whose store went back in time may state a device current that
+    /// it had revoked, and a revoked device stays out (fail closed). Call
     /// inside `write`.
     func applyOwnerRoster(_ signed: SignedRoster, family: FamilyInfo) throws -> RosterOutcome {
         guard let key = try ownerRosterKey else { return .rejected("no roster key from the owner yet") }
@@ -221,7 +235,9 @@ extension Store {
             try forgetDeviceInTransaction(d.deviceID)
         }
         for e in statement.devices {
-            try mergeRosterEntry(device: e.device, role: e.role, joinedAt: e.joinedAt, revokedAt: e.revokedAt, name: e.name, authoritative: true)
+            var revokedAt = e.revokedAt
+            if revokedAt == nil, let held = try device(e.device)?.revokedAt, e.joinedAt <= held { revokedAt = held }
+            try mergeRosterEntry(device: e.device, role: e.role, joinedAt: e.joinedAt, revokedAt: revokedAt, name: e.name, authoritative: true)
         }
         try setMeta("family_max_devices", String(statement.maxDevices))
         try holdRoster(signed, version: statement.version)

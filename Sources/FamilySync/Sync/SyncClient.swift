@@ -77,6 +77,9 @@ public final class SyncClient {
                         continue
                     }
                     emit("refused", [("address", .string(address.description)), ("reason", .string(r.reason.rawValue)), ("message", .string(r.message))])
+                    if r.reason == .unknownDevice, fam.role == .member, guess == fam.ownerDevice {
+                        throw SyncError(.unknownToOwner, peer: address.description, detail: r.message, reason: r.reason.rawValue)
+                    }
                     throw SyncError(.refused, peer: address.description, detail: r.message, reason: r.reason.rawValue)
                 }
             }
@@ -261,16 +264,19 @@ public final class SyncClient {
     /// `name`: what this device calls itself (DeviceName), sent in JOIN for the owner to keep.
     public func join(offer: PairingOffer, at given: HostPort?, browse: Bool, wait: TimeSpan, name: String? = nil) throws -> SyncSummary {
         let me = try store.deviceID
-        // A store revoked from this family may join it again with a new offer.
-        var rejoining = false
+        // A member's store may join its family again with a new offer: a
+        // revoked one, or one the owner does not know (its store was restored
+        // from a copy older than this device's admission, §4.6). The owner
+        // decides: it refuses a device it holds as a current member.
+        var rejoining: FamilyInfo? = nil
         if let fam = try store.family() {
             guard fam.id == offer.family else {
                 throw PairingError(.inAnotherFamily, family: fam.id)
             }
-            guard fam.role == .member, try store.isSelfRevoked else {
+            guard fam.role == .member else {
                 throw PairingError(.alreadyMember, family: fam.id)
             }
-            rejoining = true
+            rejoining = fam
         }
         let address: HostPort
         if browse || given == nil {
@@ -344,11 +350,21 @@ public final class SyncClient {
             guard welcome.family == offer.family else {
                 throw SyncError(.wrongFamily, peer: address.description, detail: welcome.family, family: offer.family, outcome: .nothingStored)
             }
+            if let fam = rejoining, welcome.owner != fam.ownerDevice {
+                throw SyncError(.protocolViolation, peer: address.description,
+                                detail: "WELCOME names owner \(welcome.owner), but family \(fam.id) is owned by \(fam.ownerDevice)", outcome: .nothingStored)
+            }
             let now = clock.now()
             try store.write {
-                if rejoining { try store.prepareRejoin() }
-                try store.joinFamily(id: welcome.family, ownerDevice: welcome.owner, secret: welcome.familyKey, now: now)
-                try store.setFamilyKey(welcome.familyKey, epoch: welcome.epoch)
+                // A store whose family key is newer than the owner's keeps it: its first
+                // session's HELLO then shows the owner its store went back in time, and
+                // the owner moves on to a fresh key above it (§4.6).
+                let newer = try rejoining != nil && store.familyEpoch > welcome.epoch
+                let held = newer ? try store.familySecret() : nil
+                let keepKey = held != nil
+                if rejoining != nil { try store.prepareRejoin() }
+                try store.joinFamily(id: welcome.family, ownerDevice: welcome.owner, secret: held ?? welcome.familyKey, now: now)
+                if !keepKey { try store.setFamilyKey(welcome.familyKey, epoch: welcome.epoch) }
                 try store.setOwnDeviceKey(welcome.deviceKey)
                 if let name { try store.setDeviceName(me, name) }
             }
@@ -356,7 +372,7 @@ public final class SyncClient {
             guard let fam = try store.family() else { throw StoreError(.inconsistent, path: store.path, detail: "the family just stored could not be read back") }
             let session = SyncSession(store: store, family: fam, me: me,
                                       peer: SessionPeer(device: welcome.owner, address: address.description, side: .client, joined: true,
-                                                        newToFamily: !rejoining),
+                                                        newToFamily: rejoining == nil),
                                       channel: channel, options: options, clock: clock, observer: observer, verifier: verifier)
             do {
                 return try session.run()

@@ -27,6 +27,10 @@ public struct SyncError: Error, CustomStringConvertible, Sendable {
         case refused
         /// `peer` refused because the owner revoked this device; it dropped to free.
         case refusedRevoked
+        /// The owner's device does not know this member device (`detail`: its
+        /// message): never admitted, or admitted after the copy the owner's
+        /// store was restored from. Nothing changed here.
+        case unknownToOwner
         /// `peer` does not accept this device's key.
         case keyNotAccepted
         /// This device was revoked from `family` at `detail` (the store says so).
@@ -126,6 +130,7 @@ public struct SyncError: Error, CustomStringConvertible, Sendable {
         case .busy: return "\(peer) is busy syncing with another device; gave up after \(detail)"
         case .refused: return "refused by \(peer): \(detail) (\(reason ?? ""))"
         case .refusedRevoked: return "refused by \(peer): \(detail) (revoked); this device drops to free"
+        case .unknownToOwner: return "refused by \(peer): \(detail) (unknown-device)"
         case .keyNotAccepted: return "refused by \(peer): it does not accept this device's key (a wrong family secret, or a key from before a revocation)"
         case .revoked: return "this device was revoked from family \(family ?? "") at \(detail); it syncs no more"
         case .revokedByRoster: return "the family's owner revoked this device at \(detail) (its signed roster says so)"

@@ -98,8 +98,13 @@ public final class SyncServer {
         defer { acceptor.stop() }
         while !SyncStop.isRequested && !acceptor.hasEnded {
             guard let peer = gate.handoff.take(timeout: SyncLimits.stopCheckInterval) else { continue }
-            let result = serveAuthenticated(peer)
-            gate.slot.release()
+            // Sessions run one after another on this thread, so the slot may be
+            // freed once the DONEs have crossed: the next device's handshake then
+            // completes and its session waits here for this one's closing. Not
+            // with `once`, which ends after this session.
+            let hold = SlotHold(gate.slot)
+            let result = serveAuthenticated(peer, whenDone: once ? nil : hold.release)
+            hold.release()
             guard case let .session(result) = result else { continue }
             try report(result)
             if once { return result }
@@ -109,15 +114,15 @@ public final class SyncServer {
     }
 
     /// Runs the session of a peer whose handshake proved its key.
-    func serveAuthenticated(_ peer: AuthenticatedPeer) -> Outcome {
-        do { return try serveSession(peer) } catch let e as SQLiteError {
+    func serveAuthenticated(_ peer: AuthenticatedPeer, whenDone: (() -> Void)? = nil) -> Outcome {
+        do { return try serveSession(peer, whenDone: whenDone) } catch let e as SQLiteError {
             return .session(.failure(SyncError(.storeFailed, detail: e.description, outcome: .cursorsNotMoved)))
         } catch {
             return .session(.failure(error))
         }
     }
 
-    private func serveSession(_ peer: AuthenticatedPeer) throws -> Outcome {
+    private func serveSession(_ peer: AuthenticatedPeer, whenDone: (() -> Void)?) throws -> Outcome {
         let from = peer.from
         let channel = FrameChannel(peer.connection)
         guard let fam = try store.family() else { throw StoreError(.familyGone, path: store.path) }
@@ -127,6 +132,7 @@ public final class SyncServer {
             emit("session", [("from", .string(from)), ("peer", .string(device))])
             let session = SyncSession(store: store, family: fam, me: me, peer: SessionPeer(device: device, address: nil, side: .server, joined: false),
                                       channel: channel, options: options, clock: clock, observer: observer, verifier: verifier)
+            session.onDoneExchanged = whenDone
             return .session(runSession(session))
         case let .pair(nonce, _):
             let admission: (member: String, welcome: WelcomeMessage, readmitted: Bool)
@@ -152,6 +158,7 @@ public final class SyncServer {
                                       peer: SessionPeer(device: admission.member, address: nil, side: .server, joined: true,
                                                         newToFamily: !admission.readmitted),
                                       channel: channel, options: options, clock: clock, observer: observer, verifier: verifier)
+            session.onDoneExchanged = whenDone
             return .session(runSession(session))
         case .refuseAuthenticated, .refuse:
             // The handshake threads answer these themselves; none is handed on.
@@ -377,7 +384,9 @@ final class ServerGate: @unchecked Sendable {
             }
             if fam.role == .owner {
                 guard let dev = try store.device(client), dev.role == .member, let key = try store.memberDeviceKey(client) else {
-                    return .refuse(RefusalMessage(reason: .unknownDevice, message: "the owner's device does not know device \(client); pair it first"))
+                    // A device the owner never admitted, or admitted after the copy its store was restored from (§4.6).
+                    return .refuse(RefusalMessage(reason: .unknownDevice, message: "the owner's device does not know device \(client): "
+                        + "it was never admitted, or was admitted after the copy the owner's store was restored from"))
                 }
                 let psk = try SessionKeys.devicePSK(deviceKey: key, family: f, client: client, server: me)
                 if let t = dev.revokedAt {

@@ -94,6 +94,10 @@ final class SyncSession {
 
     private let waves: PhotoWaves
     private let responder: PhotoResponder
+    /// Called once both DONEs have crossed, before the closing handshake and
+    /// the bookkeeping: a server frees its session slot then, so a device
+    /// connecting at once is queued behind the closing rather than told BUSY.
+    var onDoneExchanged: (() -> Void)?
 
     private var peerHello: HelloMessage?
     private var doneSent: DoneMessage?
@@ -540,48 +544,58 @@ final class SyncSession {
     /// ended by 0x0A (no blank line, no CR, no bytes around the object), with
     /// `modifiedAt` in canonical form and no later than our limit; one bad line
     /// and nothing of the batch is applied. Then the batch is applied by the
-    /// LWW rule in one transaction.
+    /// LWW rule in one transaction. Each line is scanned once, where it lies
+    /// in the payload, and applied from that scan.
     private func applyRecords(_ payload: [UInt8]) throws {
         guard !payload.isEmpty else { throw ProtocolError("RECORDS frame with no records") }
         guard payload.last == 0x0A else { throw ProtocolError("RECORDS payload does not end with a line feed (0x0A) after its last record") }
-        var records: [Record] = []
-        var lineNumber = 0
-        var start = 0
-        while start < payload.count {
-            // Never nil: the payload was checked to end with 0x0A.
-            let end = payload[start...].firstIndex(of: 0x0A)!
-            lineNumber += 1
-            func bad(_ problem: String) -> ProtocolError {
-                ProtocolError("RECORDS line \(lineNumber) (record \(summary.recordsReceived + Int64(records.count) + 1)): \(problem)")
-            }
-            guard end > start else { throw bad("empty line") }
-            guard payload[start] == UInt8(ascii: "{"), payload[end - 1] == UInt8(ascii: "}") else {
-                throw bad(payload[end - 1] == 0x0D ? "ends with a carriage return (lines end with 0x0A alone)"
-                                                   : "bytes before or after the record object")
-            }
-            let line = String(decoding: payload[start..<end], as: UTF8.self)
-            let r: Record
-            do { r = try Record(line: line) } catch { throw bad("\(error)") }
-            // A non-canonical time would be rewritten here and leave the sender's copy different.
-            let canonical = r.line.utf8.withContiguousStorageIfAvailable { l in
-                payload.withUnsafeBufferPointer { l.elementsEqual(UnsafeBufferPointer(rebasing: $0[start..<end])) }
-            } ?? r.line.utf8.elementsEqual(payload[start..<end])
-            guard canonical else { throw bad("modifiedAt: not in canonical form YYYY-MM-DDTHH:MM:SS.sssZ") }
-            guard r.modifiedAt.milliseconds <= ownLimit else {
-                throw bad("modifiedAt: \(r.modifiedAt.rfc3339) is later than this device's clock allows (\(Timestamp(milliseconds: ownLimit).rfc3339)); the sender must pull it back to that")
-            }
-            records.append(r)
-            start = end + 1
-        }
-        if floorRulesApply { for r in records { idsFromPeer.insert(r.id) } }
         let now = clock.now()
         let watching: ClosedRange<Int64>? = !rangeExhausted && sendAfter < snapshot ? (sendAfter + 1)...snapshot : nil
-        let s = try store.write { try store.applyRemoteInTransaction(records, now: now, watching: watching, purgeFloor: incomingFloor) }
+        let (s, count) = try payload.withUnsafeBufferPointer { buf throws -> (ApplySummary, Int) in
+            // Never nil: the payload was checked to be non-empty.
+            let base = buf.baseAddress!
+            var scans: [RecordScan] = []
+            var workspace = RecordScanner.ScanWorkspace()
+            var lineNumber = 0
+            var start = 0
+            while start < buf.count {
+                // Stops within the payload: it was checked to end with 0x0A.
+                var end = start
+                while base[end] != 0x0A { end += 1 }
+                lineNumber += 1
+                func bad(_ problem: String) -> ProtocolError {
+                    ProtocolError("RECORDS line \(lineNumber) (record \(summary.recordsReceived + Int64(scans.count) + 1)): \(problem)")
+                }
+                guard end > start else { throw bad("empty line") }
+                guard base[start] == UInt8(ascii: "{"), base[end - 1] == UInt8(ascii: "}") else {
+                    throw bad(base[end - 1] == 0x0D ? "ends with a carriage return (lines end with 0x0A alone)"
+                                                    : "bytes before or after the record object")
+                }
+                guard end - start <= Record.maxLineBytes else { throw bad("line longer than \(Record.maxLineBytes) bytes") }
+                let r: RecordScan
+                do { r = try RecordScanner.scan(base, start: start, end: end, mode: .exchanged, workspace: &workspace) } catch { throw bad("\(error)") }
+                // A non-canonical time would be rewritten here and leave the sender's copy different.
+                guard r.isTimeCanonical(base) else { throw bad("modifiedAt: not in canonical form YYYY-MM-DDTHH:MM:SS.sssZ") }
+                guard r.time <= ownLimit else {
+                    throw bad("modifiedAt: \(Timestamp(milliseconds: r.time).rfc3339) is later than this device's clock allows (\(Timestamp(milliseconds: ownLimit).rfc3339)); the sender must pull it back to that")
+                }
+                scans.append(r)
+                start = end + 1
+            }
+            if floorRulesApply {
+                for r in scans {
+                    let id = r.id.escaped ? RecordScanner.decode(base, r.id) : Array(UnsafeBufferPointer(start: base + r.id.start, count: r.id.count))
+                    idsFromPeer.insert(String(decoding: id, as: UTF8.self))
+                }
+            }
+            let s = try store.write { try store.applyRemoteInTransaction(base, scans, now: now, watching: watching, purgeFloor: incomingFloor) }
+            return (s, scans.count)
+        }
         displaced += s.displaced
         summary.recordsPurged += Int64(s.purged)
         seqsUsedForPeer += Int64(s.applied)
         waves.recordsArrived()
-        summary.recordsReceived += Int64(records.count)
+        summary.recordsReceived += Int64(count)
         summary.recordsApplied += Int64(s.applied)
     }
 
@@ -602,6 +616,7 @@ final class SyncSession {
 
     private func finish() throws {
         guard let mine = doneSent, let theirs = peerDone else { return }
+        onDoneExchanged?()
         try channel.drain(deadline: Deadline(after: SyncLimits.closeTimeout))
         let now = clock.now()
         try store.write {

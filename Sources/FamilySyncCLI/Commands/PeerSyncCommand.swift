@@ -56,7 +56,12 @@ public enum PeerSyncCommand {
         key, this device's own key, the member list, the owner's proof and the \
         revocation list, and a first sync follows on the same connection. A \
         used, expired or unknown offer, or a full family, is refused with \
-        status 77 and the reason, and the store receives nothing.
+        status 77 and the reason, and the store receives nothing. A member's \
+        store joins its family again this way when it was revoked, or when \
+        the owner's device no longer knows it (its store was restored from a \
+        copy older than this device's admission): a new admission, after \
+        which its records merge by last-writer-wins. A device the owner holds \
+        as a current member is refused.
         """,
         options: [CommonOptions.db,
                   OptionSpec("connect", valueName: "HOST:PORT", help: "Where the owner's device listens, when the offer carries no address or another one is right."),

@@ -102,6 +102,16 @@ final class NetworkLab {
         try sh(["-n", bridge, "link", "set", "port\(i)", up ? "up" : "down"])
     }
 
+    /// Plugs a second interface, `eth1` with address `cidr`, of device `i`
+    /// into the same bridge (a second network on the same wire, say).
+    func plugSecondInterface(_ i: Int, _ cidr: String) throws {
+        try sh(["link", "add", "eth1", "netns", devices[i], "type", "veth", "peer", "name", "second\(i)", "netns", bridge])
+        try sh(["-n", bridge, "link", "set", "second\(i)", "master", "br0"])
+        try sh(["-n", bridge, "link", "set", "second\(i)", "up"])
+        try sh(["-n", devices[i], "addr", "add", cidr, "dev", "eth1"])
+        try sh(["-n", devices[i], "link", "set", "eth1", "up"])
+    }
+
     /// Gives device `i` an IPv6 address as well (no duplicate detection, so
     /// it is usable at once); IPv6 is switched on in its namespace first.
     func addIPv6(_ i: Int, _ cidr: String) throws {

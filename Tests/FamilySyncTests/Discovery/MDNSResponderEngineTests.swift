@@ -19,9 +19,11 @@ import Synchronization
     }
 
     /// An engine on `eth0` advertising `ad`; random draws return `pick` within the range asked.
-    static func engine(_ clock: ManualClock, _ probe: Probe = Probe(), pick: @escaping (ClosedRange<Int64>) -> Int64 = { $0.lowerBound }) -> MDNSResponderEngine {
+    /// It answers for no host name of its own unless given `systemHostName`.
+    static func engine(_ clock: ManualClock, _ probe: Probe = Probe(), systemHostName: DNSName? = nil,
+                       pick: @escaping (ClosedRange<Int64>) -> Int64 = { $0.lowerBound }) -> MDNSResponderEngine {
         MDNSResponderEngine(clock: clock.clock, random: { r in probe.ranges.withLock { $0.append(r) }; return pick(r) },
-                            log: { l in probe.lines.withLock { $0.append(l) } })
+                            systemHostName: systemHostName, log: { l in probe.lines.withLock { $0.append(l) } })
     }
 
     static func datagram(_ m: DNSMessage, from source: [UInt8] = other, port: UInt16 = MDNS.port) -> Datagram {
@@ -289,6 +291,263 @@ import Synchronization
         _ = e.receive(Self.datagram(Self.response([ptr])))
         clock.advance(by: TimeSpan(milliseconds: 200))
         #expect(e.tick().isEmpty)
+    }
+
+    /// Section 7.2: a query with TC waits 400-500 ms for the known answers
+    /// that follow from the same querier; our answer among them is not sent.
+    @Test func aTruncatedQueryIsAnsweredAfterTheKnownAnswersThatFollowIt() throws {
+        let clock = ManualClock()
+        let probe = Probe()
+        var e = Self.engine(clock, probe)
+        Self.claim(&e, clock)
+        clock.advance(by: .seconds(5))
+        Self.settle(&e, clock)
+        let question = DNSQuestion(name: ServiceAdvertisement.serviceType, type: DNSType.ptr.rawValue)
+        let ptr = DNSRecord(name: ServiceAdvertisement.serviceType, ttl: MDNSResponderEngine.serviceTTL, data: .ptr(Self.ad.instanceName))
+        let someoneElse = DNSRecord(name: ServiceAdvertisement.serviceType, ttl: MDNSResponderEngine.serviceTTL,
+                                    data: .ptr(ServiceAdvertisement.serviceType.prepending("another")))
+        var truncated = Self.query([question], known: [someoneElse])
+        truncated.flags = DNSMessage.truncatedFlag
+        let knownAnswers = Self.query([], known: [ptr])
+
+        // Our PTR is in the second packet: nothing is sent.
+        #expect(e.receive(Self.datagram(truncated)).isEmpty)
+        #expect(probe.ranges.withLock { $0.last } == MDNSResponderEngine.truncatedWaitMs)
+        #expect(e.nextWake == clock.now.adding(TimeSpan(milliseconds: 400)))
+        clock.advance(by: TimeSpan(milliseconds: 150))
+        #expect(e.receive(Self.datagram(knownAnswers)).isEmpty)
+        clock.advance(by: TimeSpan(milliseconds: 250))
+        #expect(e.tick().isEmpty)
+        #expect(e.nextWake == nil)
+
+        // The second packet does not hold our PTR: answered when the wait
+        // ends, at once (it already waited longer than the shared-answer delay).
+        #expect(e.receive(Self.datagram(truncated)).isEmpty)
+        clock.advance(by: TimeSpan(milliseconds: 100))
+        #expect(e.receive(Self.datagram(Self.query([], known: [someoneElse]))).isEmpty)
+        clock.advance(by: TimeSpan(milliseconds: 299))
+        #expect(e.tick().isEmpty)
+        clock.advance(by: TimeSpan(milliseconds: 1))
+        let out = e.tick()
+        #expect(out.count == 1)
+        #expect(out.first?.destination == .group(interface: Self.eth0.index))
+        #expect(out.first?.message.answers == [ptr])
+
+        // A continuation that is truncated too waits again, from its arrival.
+        #expect(e.receive(Self.datagram(truncated)).isEmpty)
+        clock.advance(by: TimeSpan(milliseconds: 300))
+        #expect(e.receive(Self.datagram(truncated)).isEmpty)
+        #expect(e.nextWake == clock.now.adding(TimeSpan(milliseconds: 400)))
+        clock.advance(by: TimeSpan(milliseconds: 100))
+        #expect(e.tick().isEmpty)
+        clock.advance(by: TimeSpan(milliseconds: 300))
+        #expect(e.tick().first?.message.answers == [ptr])
+    }
+
+    /// Known answers collected for one querier are not another's: a query
+    /// from elsewhere meanwhile is answered as usual, with its own.
+    @Test func knownAnswersCollectedForOneQuerierAreNotAnothers() throws {
+        let clock = ManualClock()
+        var e = Self.engine(clock)
+        Self.claim(&e, clock)
+        clock.advance(by: .seconds(5))
+        Self.settle(&e, clock)
+        let question = DNSQuestion(name: ServiceAdvertisement.serviceType, type: DNSType.ptr.rawValue)
+        let ptr = DNSRecord(name: ServiceAdvertisement.serviceType, ttl: MDNSResponderEngine.serviceTTL, data: .ptr(Self.ad.instanceName))
+        var truncated = Self.query([question])
+        truncated.flags = DNSMessage.truncatedFlag
+        #expect(e.receive(Self.datagram(truncated)).isEmpty)
+        // Querier .9 says it knows our PTR; .7 asks without knowing it.
+        #expect(e.receive(Self.datagram(Self.query([], known: [ptr]))).isEmpty)
+        #expect(e.receive(Self.datagram(Self.query([question]), from: [10, 0, 0, 7])).isEmpty)
+        // .7's answer goes after the usual 20 ms; .9's query ends with nothing to send.
+        clock.advance(by: TimeSpan(milliseconds: 20))
+        #expect(e.tick().first?.message.answers == [ptr])
+        clock.advance(by: TimeSpan(milliseconds: 380))
+        #expect(e.tick().isEmpty)
+        #expect(e.nextWake == nil)
+    }
+
+    /// At most `maxTruncatedQueries` wait at once; the next is answered as an
+    /// untruncated one would be, so a flood of TC queries holds no more.
+    @Test func truncatedQueriesBeyondTheLimitAreAnsweredWithoutWaiting() throws {
+        let clock = ManualClock()
+        var e = Self.engine(clock)
+        Self.claim(&e, clock)
+        clock.advance(by: .seconds(5))
+        Self.settle(&e, clock)
+        var truncated = Self.query([DNSQuestion(name: ServiceAdvertisement.serviceType, type: DNSType.ptr.rawValue)])
+        truncated.flags = DNSMessage.truncatedFlag
+        for n in 0..<MDNSResponderEngine.maxTruncatedQueries {
+            #expect(e.receive(Self.datagram(truncated, from: [10, 0, 1, UInt8(n)])).isEmpty)
+        }
+        #expect(e.nextWake == clock.now.adding(TimeSpan(milliseconds: 400)))
+        _ = e.receive(Self.datagram(truncated, from: [10, 0, 2, 1]))
+        #expect(e.nextWake == clock.now.adding(TimeSpan(milliseconds: 20)))
+    }
+
+    static let wlan0 = NetworkInterface(name: "wlan0", index: 3, address: [192, 168, 7, 5])
+    static let srvQuestion = DNSQuestion(name: ad.instanceName, type: DNSType.srv.rawValue)
+
+    /// Section 8.1: an interface that comes up once the names are claimed
+    /// may be a link where someone holds them: it is probed on first, and
+    /// nothing is answered or announced there until then.
+    @Test func anInterfaceThatComesUpAfterTheClaimIsProbedOnBeforeAnsweringThere() throws {
+        let clock = ManualClock()
+        var e = Self.engine(clock)
+        Self.claim(&e, clock)
+        clock.advance(by: .seconds(5))
+        Self.settle(&e, clock)
+        #expect(e.update(advertisement: Self.ad, interfaces: [Self.eth0, Self.wlan0]).isEmpty)
+        #expect(e.isClaimed)
+        #expect(e.claimedInterfaces == [Self.eth0])
+        func asked(on i: NetworkInterface) -> [MDNSResponderEngine.Packet] {
+            e.receive(Datagram(bytes: Self.query([Self.srvQuestion]).encoded(), source: Self.other, sourcePort: MDNS.port, interfaceIndex: i.index))
+        }
+        // eth0 still answers; wlan0 does not yet.
+        #expect(asked(on: Self.eth0).first?.destination == .group(interface: Self.eth0.index))
+        #expect(asked(on: Self.wlan0).isEmpty)
+        for n in 0..<MDNSResponderEngine.probes {
+            let out = e.tick()
+            #expect(out.count == 1, "probe \(n + 1)")
+            #expect(out.first?.destination == .group(interface: Self.wlan0.index))
+            #expect(out.first?.message.isResponse == false)
+            #expect(out.first?.message.questions.map(\.name) == [Self.ad.instanceName, Self.ad.hostName])
+            #expect(out.first?.message.authorities.contains { $0.data == .a(Self.wlan0.address) } == true)
+            #expect(asked(on: Self.wlan0).isEmpty)
+            clock.advance(by: MDNSResponderEngine.probeInterval)
+        }
+        // Claimed on wlan0 too: announced on both, answered on both.
+        let announced = e.tick()
+        #expect(Set(announced.map(\.destination)) == [.group(interface: Self.eth0.index), .group(interface: Self.wlan0.index)])
+        #expect(announced.allSatisfy { $0.message.isResponse })
+        #expect(e.claimedInterfaces == [Self.eth0, Self.wlan0])
+        #expect(asked(on: Self.wlan0).first?.destination == .group(interface: Self.wlan0.index))
+    }
+
+    /// A new lease that removes the old address a moment before adding the
+    /// new one is an address change on the same link: no goodbye, no probing
+    /// again, the new address announced. Gone for longer than the grace, the
+    /// interface is gone: goodbyes, and probing when it comes back.
+    @Test func anAddressGapShorterThanTheGraceIsAnAddressChange() throws {
+        let clock = ManualClock()
+        var e = Self.engine(clock)
+        Self.claim(&e, clock)
+        clock.advance(by: .seconds(5))
+        Self.settle(&e, clock)
+        // Between `ip addr flush` and `ip addr add`: eth0 has no address.
+        #expect(e.update(advertisement: Self.ad, interfaces: []).isEmpty)
+        #expect(e.isClaimed)
+        clock.advance(by: TimeSpan(milliseconds: 30))
+        var moved = Self.eth0
+        moved.address = [10, 0, 0, 77]
+        #expect(e.update(advertisement: Self.ad, interfaces: [moved]).isEmpty)
+        #expect(e.isClaimed)
+        let announced = e.tick()
+        #expect(announced.count == 1)
+        #expect(announced.first?.message.isResponse == true)
+        #expect(announced.first?.message.answers.contains { $0.data == .a([10, 0, 0, 77]) } == true)
+
+        // Gone for longer than the grace: the engine lets it go, and probes when it returns.
+        _ = e.update(advertisement: Self.ad, interfaces: [])
+        clock.advance(by: MDNSResponderEngine.addresslessGrace)
+        _ = e.update(advertisement: Self.ad, interfaces: [])
+        #expect(e.phase == .idle)
+        _ = e.update(advertisement: Self.ad, interfaces: [moved])
+        #expect(!e.isClaimed)
+        #expect(e.tick().first?.message.isResponse == false)
+    }
+
+    /// The new interface's link holds the host name: renamed, and probing
+    /// starts over on every interface.
+    @Test func aConflictOnANewInterfaceRenamesEverywhere() throws {
+        let clock = ManualClock()
+        let probe = Probe()
+        var e = Self.engine(clock, probe)
+        Self.claim(&e, clock)
+        _ = e.update(advertisement: Self.ad, interfaces: [Self.eth0, Self.wlan0])
+        #expect(e.tick().first?.destination == .group(interface: Self.wlan0.index))
+        let holder = Self.response([DNSRecord(name: Self.ad.hostName, ttl: 120, cacheFlush: true, data: .a([192, 168, 7, 9]))])
+        _ = e.receive(Datagram(bytes: holder.encoded(), source: [192, 168, 7, 9], sourcePort: MDNS.port, interfaceIndex: Self.wlan0.index))
+        #expect(!e.isClaimed)
+        #expect(e.current?.instance == "abcdefghijklmnop (2)")
+        let probes = e.tick()
+        #expect(Set(probes.map(\.destination)) == [.group(interface: Self.eth0.index), .group(interface: Self.wlan0.index)])
+    }
+
+    /// Section 8.2 compares the whole set proposed for a name: with two
+    /// interfaces, both addresses. A probe holding only the first is not
+    /// the same set (the old first-interface-only comparison called it a
+    /// tie), and ours, with an A record where theirs has its AAAA, sorts earlier.
+    @Test func theTiebreakComparesEveryRecordProposedOnEveryInterface() throws {
+        let clock = ManualClock()
+        var e = Self.engine(clock)
+        _ = e.update(advertisement: Self.ad, interfaces: [Self.eth0, Self.wlan0])
+        #expect(e.tick().count == 2)
+        var theirs = Self.query([DNSQuestion(name: Self.ad.hostName, type: DNSType.any.rawValue)])
+        theirs.authorities = [DNSRecord(name: Self.ad.hostName, ttl: 120, data: .a(Self.eth0.address)),
+                              DNSRecord(name: Self.ad.hostName, ttl: 120, data: .aaaa(Self.eth0.ipv6[0]))]
+        _ = e.receive(Self.datagram(theirs))
+        #expect(e.phase == .probing(sent: 0, next: clock.now.adding(MDNSResponderEngine.lostTiebreakWait)))
+        // Theirs holding an earlier address where ours has wlan0's: theirs sorts first and loses, ours probes on.
+        var f = Self.engine(clock)
+        _ = f.update(advertisement: Self.ad, interfaces: [Self.eth0, Self.wlan0])
+        _ = f.tick()
+        theirs.authorities[1] = DNSRecord(name: Self.ad.hostName, ttl: 120, data: .a([192, 168, 7, 4]))
+        _ = f.receive(Self.datagram(theirs))
+        #expect(f.phase == .probing(sent: 1, next: clock.now.adding(MDNSResponderEngine.probeInterval)))
+        // Our own probe on one interface, looped back, is no contest.
+        var g = Self.engine(clock)
+        _ = g.update(advertisement: Self.ad, interfaces: [Self.eth0, Self.wlan0])
+        let own = try #require(g.tick().first).message
+        _ = g.receive(Self.datagram(own, from: Self.eth0.address))
+        #expect(g.phase == .probing(sent: 1, next: clock.now.adding(MDNSResponderEngine.probeInterval)))
+    }
+
+    /// The host's own NAME.local is probed with the day's names and answered
+    /// once claimed; held by another device it is given up, not renamed.
+    @Test func theHostsOwnNameIsProbedAndGivenUpWhenAnotherDeviceHoldsIt() throws {
+        let clock = ManualClock()
+        let probe = Probe()
+        let owner = DNSName("owner.local")
+        var e = Self.engine(clock, probe, systemHostName: owner)
+        _ = e.update(advertisement: Self.ad, interfaces: [Self.eth0])
+        let first = try #require(e.tick().first).message
+        #expect(first.questions.map(\.name) == [Self.ad.instanceName, Self.ad.hostName, owner])
+        #expect(first.authorities.filter { $0.name == owner }.map(\.data) == [.a(Self.eth0.address), .aaaa(Self.eth0.ipv6[0])])
+        let ask = Self.query([DNSQuestion(name: owner, type: DNSType.a.rawValue)])
+        // Not answered while probing.
+        #expect(e.receive(Self.datagram(ask)).isEmpty)
+        for _ in 0..<3 { clock.advance(by: MDNSResponderEngine.probeInterval); _ = e.tick() }
+        #expect(e.isClaimed)
+        #expect(e.receive(Self.datagram(ask)).first?.message.answers.map(\.data) == [.a(Self.eth0.address)])
+        // Another responder on this host (avahi-daemon) answering with an
+        // address this engine does not announce is no conflict.
+        _ = e.receive(Self.datagram(Self.response([DNSRecord(name: owner, ttl: 120, cacheFlush: true, data: .aaaa([UInt8](repeating: 0xFE, count: 16)))]),
+                                    from: Self.eth0.address))
+        #expect(e.claimedSystemHostName == owner)
+        // Another device holds it: given up, the day's names are kept.
+        _ = e.receive(Self.datagram(Self.response([DNSRecord(name: owner, ttl: 120, cacheFlush: true, data: .a(Self.other))])))
+        #expect(e.isClaimed)
+        #expect(e.current?.instance == Self.ad.instance)
+        #expect(e.claimedSystemHostName == nil)
+        #expect(e.receive(Self.datagram(ask)).isEmpty)
+        #expect(probe.lines.withLock { $0 }.contains { $0.contains("owner.local is used on the network by another device") })
+        #expect(!probe.lines.withLock { $0 }.contains { $0.contains("taken on the network") })
+        // No goodbye for the name: another responder on this host may hold it.
+        #expect(e.stop().allSatisfy { p in p.message.answers.allSatisfy { $0.name != owner } })
+        // The next day's names probe for it again.
+        var f = Self.engine(clock, systemHostName: owner)
+        Self.claim(&f, clock)
+        _ = f.receive(Self.datagram(Self.response([DNSRecord(name: owner, ttl: 120, cacheFlush: true, data: .a(Self.other))])))
+        #expect(f.claimedSystemHostName == nil)
+        var nextDay = Self.ad
+        nextDay.instance = "qrstuvwxyzabcdef"
+        nextDay.hostLabel = nextDay.instance
+        _ = f.update(advertisement: nextDay, interfaces: [Self.eth0])
+        #expect(f.claimedSystemHostName == owner)
+        clock.advance(by: MDNSResponderEngine.probeInterval)
+        #expect(f.tick().first?.message.questions.map(\.name).contains(owner) == true)
     }
 
     @Test func aLegacyQuerierGetsItsIDBackShortTTLsAtOnce() throws {
