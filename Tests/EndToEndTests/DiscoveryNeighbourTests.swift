@@ -171,7 +171,9 @@ struct DiscoveryNeighbourTests {
         let heard = listener.out.split(separator: "\n").map(String.init).filter { $0 != "ready" }
         let probesFirst = heard.prefix { $0 == "probe" }.count
         #expect(probesFirst >= 3, "\(heard)")
-        #expect(serve.err.contains("eth1 (10.67.0.1)"), "\(serve.err)")
+        // serve writes its line for the new interface once it answers there,
+        // which may be just after the listener heard the answer.
+        try HouseholdNetworkTests.waitFor("serve's line for eth1", timeout: 10) { serve.err.contains("eth1 (10.67.0.1)") }
         // Nothing on eth1 was taken for a conflict.
         #expect(!serve.err.contains("taken on the network"), "\(serve.err)")
     }
