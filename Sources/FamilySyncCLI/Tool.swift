@@ -88,6 +88,7 @@ public final class ToolContext {
 public enum Tool {
     public static func main(_ spec: CommandSpec, arguments: [String] = Array(CommandLine.arguments.dropFirst()),
                             _ body: (ToolContext) throws -> ExitStatus) -> Never {
+        OpenSSLLifetime.keepUntilExit()
         signal(SIGPIPE, SIG_IGN)
         StandardInput.claimIfClosed()
         StandardStreams.occupyClosedDescriptors()

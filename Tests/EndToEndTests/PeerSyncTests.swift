@@ -20,12 +20,12 @@ final class ServeProcess {
     var stderrPath: String { run.stderrPath }
 
     /// Starts `peer-sync serve --db DB --listen 127.0.0.1:0 --events …` and waits for its 'listening' event.
-    init(db: String, dir: TempDir, name: String = "serve", extra: [String] = []) throws {
+    init(db: String, dir: TempDir, name: String = "serve", extra: [String] = [], env: [String: String] = [:]) throws {
         self.dir = dir
         self.name = name
         events = dir.file("\(name).events")
         FileManager.default.createFile(atPath: events, contents: nil)
-        run = try BackgroundRun("peer-sync", ["serve", "--db", db, "--listen", "127.0.0.1:0", "--events", events] + extra, dir: dir, name: name)
+        run = try BackgroundRun("peer-sync", ["serve", "--db", db, "--listen", "127.0.0.1:0", "--events", events] + extra, dir: dir, name: name, env: env)
         guard let e = waitForEvent("listening", timeout: 20), let addr = e["address"]?.stringValue,
               let p = addr.split(separator: ":").last.flatMap({ UInt16($0) }) else {
             stop()
@@ -453,7 +453,7 @@ final class BackgroundRun {
     let stdoutPath: String
     let stderrPath: String
 
-    init(_ tool: String, _ args: [String], dir: TempDir, name: String) throws {
+    init(_ tool: String, _ args: [String], dir: TempDir, name: String, env extra: [String: String] = [:]) throws {
         stdoutPath = dir.file("\(name).out")
         stderrPath = dir.file("\(name).err")
         for p in [stdoutPath, stderrPath] { FileManager.default.createFile(atPath: p, contents: nil) }
@@ -461,6 +461,7 @@ final class BackgroundRun {
         process.arguments = args
         var env = ProcessInfo.processInfo.environment
         env.removeValue(forKey: "FAMILY_SYNC_DB")
+        for (k, v) in extra { env[k] = v }
         process.environment = env
         process.standardOutput = FileHandle(forWritingAtPath: stdoutPath)
         process.standardError = FileHandle(forWritingAtPath: stderrPath)
