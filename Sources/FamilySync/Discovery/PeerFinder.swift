@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 
 /// A device found to sync with: where, which device we believe it is (nil:
 /// a family device we cannot name yet), and how it was found.
@@ -36,7 +35,7 @@ public enum PeerFinder {
     }
 
     private final class Race: @unchecked Sendable {
-        let lock = Mutex<(winner: Connected?, failures: [String], known: [any Error], running: Int, others: Int, failed: Set<String>)>((nil, [], [], 0, 0, []))
+        let lock = Locked<(winner: Connected?, failures: [String], known: [any Error], running: Int, others: Int, failed: Set<String>)>((nil, [], [], 0, 0, []))
         let wake = DispatchSemaphore(value: 0)
 
         var won: Bool { lock.withLock { $0.winner != nil } }

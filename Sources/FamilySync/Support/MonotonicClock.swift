@@ -1,4 +1,3 @@
-import Synchronization
 
 /// Where the sync machinery's timers read the time: the system's monotonic
 /// clock in the tools, a clock a test moves by hand (`ManualClock`), so wave
@@ -24,8 +23,8 @@ public struct MonotonicClock: Sendable {
 
 /// A monotonic clock that moves only when told to; for tests.
 public final class ManualClock: Sendable {
-    private let nanoseconds: Mutex<UInt64>
-    public init(start: Deadline = Deadline(nanoseconds: 1_000_000_000)) { nanoseconds = Mutex(start.nanoseconds) }
+    private let nanoseconds: Locked<UInt64>
+    public init(start: Deadline = Deadline(nanoseconds: 1_000_000_000)) { nanoseconds = Locked(start.nanoseconds) }
     public func advance(by span: TimeSpan) { nanoseconds.withLock { $0 &+= UInt64(max(0, span.milliseconds)) &* 1_000_000 } }
     public var now: Deadline { Deadline(nanoseconds: nanoseconds.withLock { $0 }) }
     public var clock: MonotonicClock { MonotonicClock { [self] in self.now } }

@@ -37,7 +37,7 @@ final class PreAuthPool: Sendable {
     }
 
     let limit: Int
-    private let entries = Mutex<[Entry]>([])
+    private let entries = Locked<[Entry]>([])
 
     init(limit: Int = SyncLimits.preAuthLimit) {
         precondition(limit > 0)

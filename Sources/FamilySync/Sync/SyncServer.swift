@@ -223,7 +223,7 @@ final class ServerGate: @unchecked Sendable {
         private let stopFlag = Atomic<Bool>(false)
         private let ended = DispatchSemaphore(value: 0)
         private let endedFlag = Atomic<Bool>(false)
-        private let failureText = Mutex<String?>(nil)
+        private let failureText = Locked<String?>(nil)
         var hasEnded: Bool { endedFlag.load(ordering: .acquiring) }
         var failure: String? { failureText.withLock { $0 } }
         var stopRequested: Bool { stopFlag.load(ordering: .relaxed) || SyncStop.isRequested }

@@ -1,5 +1,4 @@
 import Testing
-import Synchronization
 @testable import FamilySync
 
 /// The responder's RFC 6762 behaviour, driven by a hand-moved clock: probing
@@ -14,8 +13,8 @@ import Synchronization
 
     /// Records what the engine logs and which ranges it drew random numbers from.
     final class Probe: Sendable {
-        let ranges = Mutex<[ClosedRange<Int64>]>([])
-        let lines = Mutex<[String]>([])
+        let ranges = Locked<[ClosedRange<Int64>]>([])
+        let lines = Locked<[String]>([])
     }
 
     /// An engine on `eth0` advertising `ad`; random draws return `pick` within the range asked.
