@@ -1,4 +1,3 @@
-
 /// Where the sync machinery's timers read the time: the system's monotonic
 /// clock in the tools, a clock a test moves by hand (`ManualClock`), so wave
 /// timeouts, keepalives and idle checks are tested without sleeping.
