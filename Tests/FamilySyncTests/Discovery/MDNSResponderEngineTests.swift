@@ -55,6 +55,16 @@ import Testing
         while let w = e.nextWake, w <= clock.now { _ = e.tick() }
     }
 
+    /// An engine that has claimed its names on eth0 and sent its announcements: nothing is due.
+    static func announcedEngine(_ clock: ManualClock, _ probe: Probe = Probe(),
+                                pick: @escaping (ClosedRange<Int64>) -> Int64 = { $0.lowerBound }) -> MDNSResponderEngine {
+        var e = engine(clock, probe, pick: pick)
+        claim(&e, clock)
+        clock.advance(by: .seconds(5))
+        settle(&e, clock)
+        return e
+    }
+
     @Test func probesThreeTimes250msApartBeforeAnnouncing() throws {
         let clock = ManualClock()
         let probe = Probe()
@@ -246,10 +256,7 @@ import Testing
     @Test func sharedAnswersWaitARandom20To120msUniqueOnesDoNot() throws {
         let clock = ManualClock()
         let probe = Probe()
-        var e = Self.engine(clock, probe, pick: { $0 == MDNSResponderEngine.sharedAnswerDelayMs ? 77 : $0.lowerBound })
-        Self.claim(&e, clock)
-        clock.advance(by: .seconds(5))
-        Self.settle(&e, clock)
+        var e = Self.announcedEngine(clock, probe, pick: { $0 == MDNSResponderEngine.sharedAnswerDelayMs ? 77 : $0.lowerBound })
         #expect(e.nextWake == nil)
         let ptrQuery = Self.query([DNSQuestion(name: ServiceAdvertisement.serviceType, type: DNSType.ptr.rawValue)])
         #expect(e.receive(Self.datagram(ptrQuery)).isEmpty)
@@ -273,10 +280,7 @@ import Testing
 
     @Test func knownAndDuplicateAnswersAreNotSentAgain() throws {
         let clock = ManualClock()
-        var e = Self.engine(clock)
-        Self.claim(&e, clock)
-        clock.advance(by: .seconds(5))
-        Self.settle(&e, clock)
+        var e = Self.announcedEngine(clock)
         let ptr = DNSRecord(name: ServiceAdvertisement.serviceType, ttl: MDNSResponderEngine.serviceTTL, data: .ptr(Self.ad.instanceName))
         // Known answer with more than half the TTL left: nothing to say.
         _ = e.receive(Self.datagram(Self.query([DNSQuestion(name: ServiceAdvertisement.serviceType, type: DNSType.ptr.rawValue)], known: [ptr])))
@@ -297,10 +301,7 @@ import Testing
     @Test func aTruncatedQueryIsAnsweredAfterTheKnownAnswersThatFollowIt() throws {
         let clock = ManualClock()
         let probe = Probe()
-        var e = Self.engine(clock, probe)
-        Self.claim(&e, clock)
-        clock.advance(by: .seconds(5))
-        Self.settle(&e, clock)
+        var e = Self.announcedEngine(clock, probe)
         let question = DNSQuestion(name: ServiceAdvertisement.serviceType, type: DNSType.ptr.rawValue)
         let ptr = DNSRecord(name: ServiceAdvertisement.serviceType, ttl: MDNSResponderEngine.serviceTTL, data: .ptr(Self.ad.instanceName))
         let someoneElse = DNSRecord(name: ServiceAdvertisement.serviceType, ttl: MDNSResponderEngine.serviceTTL,
@@ -347,10 +348,7 @@ import Testing
     /// from elsewhere meanwhile is answered as usual, with its own.
     @Test func knownAnswersCollectedForOneQuerierAreNotAnothers() throws {
         let clock = ManualClock()
-        var e = Self.engine(clock)
-        Self.claim(&e, clock)
-        clock.advance(by: .seconds(5))
-        Self.settle(&e, clock)
+        var e = Self.announcedEngine(clock)
         let question = DNSQuestion(name: ServiceAdvertisement.serviceType, type: DNSType.ptr.rawValue)
         let ptr = DNSRecord(name: ServiceAdvertisement.serviceType, ttl: MDNSResponderEngine.serviceTTL, data: .ptr(Self.ad.instanceName))
         var truncated = Self.query([question])
@@ -371,10 +369,7 @@ import Testing
     /// untruncated one would be, so a flood of TC queries holds no more.
     @Test func truncatedQueriesBeyondTheLimitAreAnsweredWithoutWaiting() throws {
         let clock = ManualClock()
-        var e = Self.engine(clock)
-        Self.claim(&e, clock)
-        clock.advance(by: .seconds(5))
-        Self.settle(&e, clock)
+        var e = Self.announcedEngine(clock)
         var truncated = Self.query([DNSQuestion(name: ServiceAdvertisement.serviceType, type: DNSType.ptr.rawValue)])
         truncated.flags = DNSMessage.truncatedFlag
         for n in 0..<MDNSResponderEngine.maxTruncatedQueries {
@@ -393,10 +388,7 @@ import Testing
     /// nothing is answered or announced there until then.
     @Test func anInterfaceThatComesUpAfterTheClaimIsProbedOnBeforeAnsweringThere() throws {
         let clock = ManualClock()
-        var e = Self.engine(clock)
-        Self.claim(&e, clock)
-        clock.advance(by: .seconds(5))
-        Self.settle(&e, clock)
+        var e = Self.announcedEngine(clock)
         #expect(e.update(advertisement: Self.ad, interfaces: [Self.eth0, Self.wlan0]).isEmpty)
         #expect(e.isClaimed)
         #expect(e.claimedInterfaces == [Self.eth0])
@@ -430,10 +422,7 @@ import Testing
     /// interface is gone: goodbyes, and probing when it comes back.
     @Test func anAddressGapShorterThanTheGraceIsAnAddressChange() throws {
         let clock = ManualClock()
-        var e = Self.engine(clock)
-        Self.claim(&e, clock)
-        clock.advance(by: .seconds(5))
-        Self.settle(&e, clock)
+        var e = Self.announcedEngine(clock)
         // Between `ip addr flush` and `ip addr add`: eth0 has no address.
         #expect(e.update(advertisement: Self.ad, interfaces: []).isEmpty)
         #expect(e.isClaimed)
