@@ -57,9 +57,7 @@ extension Record {
     /// Builds a record from a validated scan of the bytes at `base`.
     init(base: UnsafePointer<UInt8>, scan r: RecordScan) {
         func str(_ s: RecordScan.StringSpan) -> String {
-            guard s.isPresent else { return "" }
-            if s.escaped { return String(decoding: RecordScanner.decode(base, s), as: UTF8.self) }
-            return String(decoding: UnsafeBufferPointer(start: base + s.start, count: s.count), as: UTF8.self)
+            s.isPresent ? RecordScanner.string(base, s) : ""
         }
         id = str(r.id)
         type = str(r.type)

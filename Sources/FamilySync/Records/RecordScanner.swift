@@ -199,6 +199,12 @@ public enum RecordScanner {
         }
     }
 
+    /// The text of a string span (escapes resolved), validated by the scan.
+    static func string(_ base: UnsafePointer<UInt8>, _ span: RecordScan.StringSpan) -> String {
+        if span.escaped { return String(decoding: decode(base, span), as: UTF8.self) }
+        return String(decoding: UnsafeBufferPointer(start: base + span.start, count: span.count), as: UTF8.self)
+    }
+
     static func keyName(_ base: UnsafePointer<UInt8>, _ k: RecordScan.StringSpan) -> String {
         let bytes = k.escaped ? decode(base, k) : Array(UnsafeBufferPointer(start: base + k.start, count: k.count))
         return String(decoding: bytes.prefix(100), as: UTF8.self)

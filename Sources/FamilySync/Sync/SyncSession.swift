@@ -583,10 +583,7 @@ final class SyncSession {
                 start = end + 1
             }
             if floorRulesApply {
-                for r in scans {
-                    let id = r.id.escaped ? RecordScanner.decode(base, r.id) : Array(UnsafeBufferPointer(start: base + r.id.start, count: r.id.count))
-                    idsFromPeer.insert(String(decoding: id, as: UTF8.self))
-                }
+                for r in scans { idsFromPeer.insert(RecordScanner.string(base, r.id)) }
             }
             let s = try store.write { try store.applyRemoteInTransaction(base, scans, now: now, watching: watching, purgeFloor: incomingFloor) }
             return (s, scans.count)
