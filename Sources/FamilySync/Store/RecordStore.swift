@@ -79,10 +79,19 @@ extension Store {
     /// once by the session and not parsed again here).
     func applyRemoteInTransaction(_ base: UnsafePointer<UInt8>, _ scans: [RecordScan], now: Timestamp, watching: ClosedRange<Int64>?,
                                   purgeFloor: Timestamp?) throws -> ApplySummary {
-        let applier = try RecordApplier(store: self, now: now, stamping: false)
+        try applying(now: now, stamping: false, watching: watching, purgeFloor: purgeFloor) { applier in
+            for scan in scans { try applier.apply(base, scan, explain: nil) }
+        }
+    }
+
+    /// One applier's pass inside the caller's transaction: `body` applies
+    /// versions through it, then it finishes and its summary is returned.
+    private func applying(now: Timestamp, stamping: Bool, watching: ClosedRange<Int64>? = nil, purgeFloor: Timestamp? = nil,
+                          _ body: (RecordApplier) throws -> Void) throws -> ApplySummary {
+        let applier = try RecordApplier(store: self, now: now, stamping: stamping)
         applier.watching = watching
         applier.purgeFloor = purgeFloor?.milliseconds
-        for scan in scans { try applier.apply(base, scan, explain: nil) }
+        try body(applier)
         try applier.finish()
         return applier.summary
     }
@@ -97,24 +106,21 @@ extension Store {
 
     private func applyRecords(_ records: [Record], stamping: Bool, now: Timestamp, watching: ClosedRange<Int64>?, purgeFloor: Timestamp?,
                               explain: ((String, LWW.Rule, Bool) -> Void)?) throws -> ApplySummary {
-        let applier = try RecordApplier(store: self, now: now, stamping: stamping)
-        applier.watching = watching
-        applier.purgeFloor = purgeFloor?.milliseconds
-        for r in records {
-            var line = r.line
-            try line.withUTF8 { buf in
-                // Never nil: bitPattern 1 is not zero (a stand-in base for an empty buffer, never read).
-                let base = buf.baseAddress ?? UnsafePointer(bitPattern: 1)!
-                let scan: RecordScan
-                do { scan = try RecordScanner.scan(base, start: 0, end: buf.count, mode: stamping ? .localEdit : .exchanged) }
-                catch let e as RecordError { throw RecordLineError(record: r.id, e) }
-                try applier.apply(base, scan) { e in
-                    explain?(String(decoding: e.id, as: UTF8.self), e.rule, e.tookIncoming)
+        try applying(now: now, stamping: stamping, watching: watching, purgeFloor: purgeFloor) { applier in
+            for r in records {
+                var line = r.line
+                try line.withUTF8 { buf in
+                    // Never nil: bitPattern 1 is not zero (a stand-in base for an empty buffer, never read).
+                    let base = buf.baseAddress ?? UnsafePointer(bitPattern: 1)!
+                    let scan: RecordScan
+                    do { scan = try RecordScanner.scan(base, start: 0, end: buf.count, mode: stamping ? .localEdit : .exchanged) }
+                    catch let e as RecordError { throw RecordLineError(record: r.id, e) }
+                    try applier.apply(base, scan) { e in
+                        explain?(String(decoding: e.id, as: UTF8.self), e.rule, e.tookIncoming)
+                    }
                 }
             }
         }
-        try applier.finish()
-        return applier.summary
     }
 
     /// Applies every record line of `reader` in one transaction (all or
@@ -126,68 +132,67 @@ extension Store {
                            progress: ((Int) -> Void)? = nil) throws -> ApplySummary {
         try db.execute("PRAGMA cache_size = -\(Store.bulkCacheKiB)")
         return try write {
-            let applier = try RecordApplier(store: self, now: now, stamping: stamping)
-            var workspace = RecordScanner.ScanWorkspace()
-            let mode: RecordScanMode = stamping ? .localEdit : .exchanged
-            var batch = [UInt8]()
-            batch.reserveCapacity(Store.applyBatchBytes + Record.maxLineBytes)
-            var items: [(scan: RecordScan, line: Int)] = []
-            var order: [Int] = []
-            var done = false
-            while !done {
-                // Read and validate a batch of lines.
-                batch.removeAll(keepingCapacity: true)
-                items.removeAll(keepingCapacity: true)
-                while batch.count < Store.applyBatchBytes && items.count < Store.applyBatchLines {
-                    guard let line = try reader.next() else { done = true; break }
-                    switch line {
-                    case .tooLong:
-                        throw RecordLineError(file: reader.name, line: reader.lineNumber, RecordError(field: nil, "line longer than \(Record.maxLineBytes) bytes"))
-                    case let .text(buf):
-                        guard let raw = buf.baseAddress, !RecordMerge.isBlank(raw.assumingMemoryBound(to: UInt8.self), 0, buf.count) else { continue }
-                        let from = batch.count
-                        batch.append(contentsOf: buf)
-                        let scan: RecordScan = try batch.withUnsafeBufferPointer { b throws(RecordLineError) in
-                            do throws(RecordError) {
-                                // Never nil: a non-blank line was just appended.
-                                return try RecordScanner.scan(b.baseAddress!, start: from, end: b.count, mode: mode, workspace: &workspace)
-                            } catch {
-                                throw RecordLineError(file: reader.name, line: reader.lineNumber, error)
+            try applying(now: now, stamping: stamping) { applier in
+                var workspace = RecordScanner.ScanWorkspace()
+                let mode: RecordScanMode = stamping ? .localEdit : .exchanged
+                var batch = [UInt8]()
+                batch.reserveCapacity(Store.applyBatchBytes + Record.maxLineBytes)
+                var items: [(scan: RecordScan, line: Int)] = []
+                var order: [Int] = []
+                var done = false
+                while !done {
+                    // Read and validate a batch of lines.
+                    batch.removeAll(keepingCapacity: true)
+                    items.removeAll(keepingCapacity: true)
+                    while batch.count < Store.applyBatchBytes && items.count < Store.applyBatchLines {
+                        guard let line = try reader.next() else { done = true; break }
+                        switch line {
+                        case .tooLong:
+                            throw RecordLineError(file: reader.name, line: reader.lineNumber, RecordError(field: nil, "line longer than \(Record.maxLineBytes) bytes"))
+                        case let .text(buf):
+                            guard let raw = buf.baseAddress, !RecordMerge.isBlank(raw.assumingMemoryBound(to: UInt8.self), 0, buf.count) else { continue }
+                            let from = batch.count
+                            batch.append(contentsOf: buf)
+                            let scan: RecordScan = try batch.withUnsafeBufferPointer { b throws(RecordLineError) in
+                                do throws(RecordError) {
+                                    // Never nil: a non-blank line was just appended.
+                                    return try RecordScanner.scan(b.baseAddress!, start: from, end: b.count, mode: mode, workspace: &workspace)
+                                } catch {
+                                    throw RecordLineError(file: reader.name, line: reader.lineNumber, error)
+                                }
                             }
-                        }
-                        items.append((scan, reader.lineNumber))
-                    }
-                }
-                // Apply it in id order: neighbouring ids share index pages. The
-                // sort is stable, so duplicates keep their input order.
-                try batch.withUnsafeBufferPointer { b in
-                    // Never nil: bitPattern 1 is not zero (a stand-in base for an empty buffer, never read).
-                    let base = b.baseAddress ?? UnsafePointer(bitPattern: 1)!
-                    order.removeAll(keepingCapacity: true)
-                    order.append(contentsOf: items.indices)
-                    order.sort { x, y in
-                        let a = items[x].scan.id, c = items[y].scan.id
-                        let m = memcmp(base + a.start, base + c.start, min(a.count, c.count))
-                        if m != 0 { return m < 0 }
-                        return a.count != c.count ? a.count < c.count : x < y
-                    }
-                    for k in order {
-                        let n = items[k].line
-                        if let explain {
-                            try applier.apply(base, items[k].scan) { e in
-                                var e = e
-                                e.lineNumber = n
-                                try explain(e)
-                            }
-                        } else {
-                            try applier.apply(base, items[k].scan, explain: nil)
+                            items.append((scan, reader.lineNumber))
                         }
                     }
+                    // Apply it in id order: neighbouring ids share index pages. The
+                    // sort is stable, so duplicates keep their input order.
+                    try batch.withUnsafeBufferPointer { b in
+                        // Never nil: bitPattern 1 is not zero (a stand-in base for an empty buffer, never read).
+                        let base = b.baseAddress ?? UnsafePointer(bitPattern: 1)!
+                        order.removeAll(keepingCapacity: true)
+                        order.append(contentsOf: items.indices)
+                        order.sort { x, y in
+                            let a = items[x].scan.id, c = items[y].scan.id
+                            let m = memcmp(base + a.start, base + c.start, min(a.count, c.count))
+                            if m != 0 { return m < 0 }
+                            return a.count != c.count ? a.count < c.count : x < y
+                        }
+                        for k in order {
+                            let n = items[k].line
+                            if let explain {
+                                try applier.apply(base, items[k].scan) { e in
+                                    var e = e
+                                    e.lineNumber = n
+                                    try explain(e)
+                                }
+                            } else {
+                                try applier.apply(base, items[k].scan, explain: nil)
+                            }
+                        }
+                    }
+                    progress?(applier.summary.received)
                 }
-                progress?(applier.summary.received)
             }
-            try applier.finish()
-            return applier.summary
         }
     }
 
