@@ -361,10 +361,9 @@ public final class SyncClient {
                 // the owner moves on to a fresh key above it (§4.6).
                 let newer = try rejoining != nil && store.familyEpoch > welcome.epoch
                 let held = newer ? try store.familySecret() : nil
-                let keepKey = held != nil
                 if rejoining != nil { try store.prepareRejoin() }
                 try store.joinFamily(id: welcome.family, ownerDevice: welcome.owner, secret: held ?? welcome.familyKey, now: now)
-                if !keepKey { try store.setFamilyKey(welcome.familyKey, epoch: welcome.epoch) }
+                if held == nil { try store.setFamilyKey(welcome.familyKey, epoch: welcome.epoch) }
                 try store.setOwnDeviceKey(welcome.deviceKey)
                 if let name { try store.setDeviceName(me, name) }
             }
