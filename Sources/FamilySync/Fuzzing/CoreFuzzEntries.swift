@@ -112,6 +112,9 @@ package enum CoreFuzzEntries {
         case .welcome: _ = try? WelcomeMessage(f)
         case .records: recordBatch(f.payload)
         case .recordsEnd: _ = try? FieldReader(f).int("count")
+        case .purged:
+            guard let store = scratchStore else { return }
+            _ = try? f.payload.withUnsafeBytes { b in try store.write { try store.applyPurgeBatch(b) } }
         case .photoRequest:
             guard let store = scratchStore else { return }
             _ = try? PhotoResponder(store: store, faults: []).enqueue(f)

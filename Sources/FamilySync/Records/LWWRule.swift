@@ -14,6 +14,9 @@ public enum LWW {
         case liveBeatsTombstone = "live-beats-tombstone"
         case greaterDevice = "greater-device"
         case sameVersion = "same-version"
+        /// A member takes the owner's copy of one of its own versions, which
+        /// the owner pulled back by its clock (docs/protocol.md §7.4).
+        case ownerCopy = "owner-copy"
     }
 
     public struct Decision: Equatable, Sendable {
@@ -42,6 +45,22 @@ public enum LWW {
     public static func clamp(_ t: Timestamp, now: Timestamp) -> Timestamp {
         let limit = now.adding(maxClockSkew)
         return t > limit ? limit : t
+    }
+
+    /// The latest `modifiedAt` (ms) a version may have where the clock reads `clock`.
+    @inlinable
+    public static func bound(clock: Timestamp) -> Int64 { clamp(Timestamp.latest, now: clock).milliseconds }
+
+    /// The clamp with causality kept: a time later than `bound` is pulled
+    /// back to it, but never to or below `floor` (the version an edit
+    /// replaced, or the version the receiver holds), so an edit made after
+    /// seeing a version still beats it whatever the clocks said. Never raises
+    /// a time.
+    @inlinable
+    public static func pullBack(_ t: Int64, bound: Int64, floor: Int64?) -> Int64 {
+        guard t > bound else { return t }
+        guard let floor, floor < Int64.max else { return bound }
+        return min(t, max(bound, floor + 1))
     }
 
     /// Steps 2–4. `remote` must already be clamped. Ties that are the same

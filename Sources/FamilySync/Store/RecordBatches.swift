@@ -5,15 +5,17 @@ import CSQLite
 extension Store {
     /// One batch of records changed after `after` and at most `upTo`, oldest
     /// change first, as NDJSON: at most `maxCount` records, cut after the
-    /// total of `maxBytes` (a batch always has at least one record). A record
-    /// later than `clampAbove` (ms) goes out with `modifiedAt` set to it.
-    func exportRecordBatch(after: Int64, upTo: Int64, maxCount: Int, maxBytes: Int, clampAbove: Int64 = Int64.max) throws -> OutgoingBatch {
-        let s = try db.prepare("SELECT line, seq, modified_at, rid FROM records WHERE seq > ? AND seq <= ? ORDER BY seq LIMIT ?")
+    /// total of `maxBytes` (a batch always has at least one record). A
+    /// version this device made that is later than `bound` goes out pulled
+    /// back to it, never below 1 ms after the version it replaced
+    /// (LWW.pullBack); versions of other devices go out as held.
+    func exportRecordBatch(after: Int64, upTo: Int64, maxCount: Int, maxBytes: Int, bound: OwnVersionBound? = nil) throws -> OutgoingBatch {
+        let s = try db.prepare("SELECT line, seq, modified_at, rid, device_id, prev_at FROM records WHERE seq > ? AND seq <= ? ORDER BY seq LIMIT ?")
         try s.bind([.int(after), .int(upTo), .int(Int64(maxCount))])
         defer { s.reset() }
         var b = OutgoingBatch(lastSeq: after)
         while try s.step() {
-            guard try appendLine(s, to: &b, maxBytes: maxBytes, clampAbove: clampAbove) else { break }
+            guard try appendLine(s, to: &b, maxBytes: maxBytes, bound: bound) else { break }
             b.lastSeq = s.int64(1)
         }
         return b
@@ -22,15 +24,15 @@ extension Store {
     /// The current versions of the rows `rids` (records of the session's set
     /// that the peer's own records replaced before they were sent), as one
     /// batch of at most `maxBytes`. Returns the batch and how many rids it used.
-    func exportRecordRows(_ rids: ArraySlice<Int64>, maxBytes: Int, clampAbove: Int64 = Int64.max) throws -> (OutgoingBatch, used: Int) {
-        let s = try db.prepare("SELECT line, seq, modified_at, rid FROM records WHERE rid = ?")
+    func exportRecordRows(_ rids: ArraySlice<Int64>, maxBytes: Int, bound: OwnVersionBound? = nil) throws -> (OutgoingBatch, used: Int) {
+        let s = try db.prepare("SELECT line, seq, modified_at, rid, device_id, prev_at FROM records WHERE rid = ?")
         var b = OutgoingBatch(lastSeq: 0)
         var used = 0
         for rid in rids {
             try s.bind([.int(rid)])
             defer { s.reset() }
             if try s.step() {
-                guard try appendLine(s, to: &b, maxBytes: maxBytes, clampAbove: clampAbove) else { break }
+                guard try appendLine(s, to: &b, maxBytes: maxBytes, bound: bound) else { break }
             }
             used += 1
         }
@@ -38,9 +40,13 @@ extension Store {
     }
 
     /// Appends the row's line (clamped if need be) unless the batch would pass `maxBytes`.
-    private func appendLine(_ s: Statement, to b: inout OutgoingBatch, maxBytes: Int, clampAbove: Int64) throws -> Bool {
+    private func appendLine(_ s: Statement, to b: inout OutgoingBatch, maxBytes: Int, bound: OwnVersionBound?) throws -> Bool {
         let time = s.int64(2)
-        if time <= clampAbove {
+        var sendTime = time
+        if let bound, time > bound.limit, s.text(4) == bound.device {
+            sendTime = LWW.pullBack(time, bound: bound.limit, floor: s.optionalInt64(5))
+        }
+        if sendTime == time {
             let fits = s.withBytes(0) { line -> Bool in
                 guard b.count == 0 || b.payload.count + line.count + 1 <= maxBytes else { return false }
                 b.payload.append(contentsOf: line)
@@ -48,10 +54,10 @@ extension Store {
             }
             guard fits else { return false }
         } else {
-            let line = try s.withBytes(0) { try Store.clampedLine($0, to: clampAbove) }
+            let line = try s.withBytes(0) { try Store.clampedLine($0, to: sendTime) }
             guard b.count == 0 || b.payload.count + line.count + 1 <= maxBytes else { return false }
             b.payload.append(contentsOf: line)
-            b.clamped.append(ClampedRecord(rid: s.int64(3), seq: s.int64(1), time: clampAbove, line: line))
+            b.clamped.append(ClampedRecord(rid: s.int64(3), seq: s.int64(1), time: sendTime, line: line))
         }
         b.payload.append(0x0A)
         b.count += 1
@@ -123,9 +129,16 @@ extension Store {
     }
 }
 
+/// The bound a session puts on the versions this device made (docs/protocol.md
+/// §7.4): the family's clock as the session reads it, plus the clamp window.
+struct OwnVersionBound {
+    var device: String
+    var limit: Int64
+}
+
 /// One RECORDS batch as it goes out (docs/protocol.md §7.2, §7.4): its NDJSON
 /// payload, how many records it holds, the last change number it covers, and
-/// the records whose `modifiedAt` was pulled back to the peer's limit on the
+/// the records whose `modifiedAt` was pulled back to the session's bound on the
 /// way out (the sender keeps the same version: `adoptClamped`).
 struct OutgoingBatch {
     var payload: [UInt8] = []

@@ -14,8 +14,8 @@ public struct ApplySummary: Sendable, Equatable {
     public var unchanged = 0
     /// Incoming versions whose future `modifiedAt` was clamped.
     public var clamped = 0
-    /// Incoming versions not taken: ids this store does not hold, from before
-    /// its purge floor, so purged here (Acknowledgements.swift).
+    /// Incoming versions not taken: ids this store does not hold, in versions
+    /// one of its purges covers (PurgeRecords.swift).
     public var purged = 0
     /// Live versions that replaced a tombstone.
     public var resurrected = 0
@@ -29,7 +29,7 @@ public struct ApplySummary: Sendable, Equatable {
     public var json: JSONValue {
         .object([("received", .int(received)), ("applied", .int(applied)), ("keptLocal", .int(keptLocal)),
                  ("unchanged", .int(unchanged)), ("clamped", .int(clamped)), ("resurrected", .int(resurrected)),
-                 ("deleted", .int(deleted))])
+                 ("deleted", .int(deleted)), ("purged", .int(purged))])
     }
 }
 
@@ -66,31 +66,33 @@ extension Store {
 
     /// The same, for a caller that already holds the write transaction.
     /// Rows replaced whose change number was in `watching` are listed in
-    /// the summary's `displaced`. `purgeFloor`: an id this store does not
-    /// hold, in a version from at or before it, is not taken (it was purged
-    /// here; peer-sync passes the floor).
-    public func applyRemoteInTransaction(_ records: [Record], now: Timestamp, watching: ClosedRange<Int64>? = nil, purgeFloor: Timestamp? = nil,
+    /// the summary's `displaced`. A version of an id this store does not
+    /// hold that one of its purges covers is not taken (PurgeRecords.swift).
+    public func applyRemoteInTransaction(_ records: [Record], now: Timestamp, watching: ClosedRange<Int64>? = nil,
                                          explain: ((String, LWW.Rule, Bool) -> Void)? = nil) throws -> ApplySummary {
-        try applyRecords(records, stamping: false, now: now, watching: watching, purgeFloor: purgeFloor, explain: explain)
+        try applyRecords(records, stamping: false, now: now, watching: watching, explain: explain)
     }
 
     /// The same for versions already validated where they lie: `scans` are
     /// record lines in the bytes at `base` (a session's RECORDS batch, read
     /// once by the session and not parsed again here).
+    /// `bound`: the session's clamp (SyncSession, docs/protocol.md §7.4);
+    /// `adoptOwnerCopiesOf`: a member's device ID, when the owner sends.
     func applyRemoteInTransaction(_ base: UnsafePointer<UInt8>, _ scans: [RecordScan], now: Timestamp, watching: ClosedRange<Int64>?,
-                                  purgeFloor: Timestamp?) throws -> ApplySummary {
-        try applying(now: now, stamping: false, watching: watching, purgeFloor: purgeFloor) { applier in
+                                  bound: Int64, adoptOwnerCopiesOf: [UInt8]?) throws -> ApplySummary {
+        try applying(now: now, stamping: false, watching: watching) { applier in
+            applier.receiveBound = bound
+            applier.adoptOwnerCopiesOf = adoptOwnerCopiesOf
             for scan in scans { try applier.apply(base, scan, explain: nil) }
         }
     }
 
     /// One applier's pass inside the caller's transaction: `body` applies
     /// versions through it, then it finishes and its summary is returned.
-    private func applying(now: Timestamp, stamping: Bool, watching: ClosedRange<Int64>? = nil, purgeFloor: Timestamp? = nil,
+    private func applying(now: Timestamp, stamping: Bool, watching: ClosedRange<Int64>? = nil,
                           _ body: (RecordApplier) throws -> Void) throws -> ApplySummary {
         let applier = try RecordApplier(store: self, now: now, stamping: stamping)
         applier.watching = watching
-        applier.purgeFloor = purgeFloor?.milliseconds
         try body(applier)
         try applier.finish()
         return applier.summary
@@ -101,12 +103,12 @@ extension Store {
     /// later, so an edit always supersedes the version it edits — then goes
     /// through the same LWW rule. One transaction.
     public func applyLocalEdits(_ records: [Record], now: Timestamp) throws -> ApplySummary {
-        try write { try applyRecords(records, stamping: true, now: now, watching: nil, purgeFloor: nil, explain: nil) }
+        try write { try applyRecords(records, stamping: true, now: now, watching: nil, explain: nil) }
     }
 
-    private func applyRecords(_ records: [Record], stamping: Bool, now: Timestamp, watching: ClosedRange<Int64>?, purgeFloor: Timestamp?,
+    private func applyRecords(_ records: [Record], stamping: Bool, now: Timestamp, watching: ClosedRange<Int64>?,
                               explain: ((String, LWW.Rule, Bool) -> Void)?) throws -> ApplySummary {
-        try applying(now: now, stamping: stamping, watching: watching, purgeFloor: purgeFloor) { applier in
+        try applying(now: now, stamping: stamping, watching: watching) { applier in
             for r in records {
                 var line = r.line
                 try line.withUTF8 { buf in
@@ -262,11 +264,23 @@ final class RecordApplier {
     private var insertPhoto: Statement { get throws { try statement(&insertPhotoStatement, "INSERT OR IGNORE INTO record_photos (sha256, record) VALUES (?, ?)") } }
     private var selectHeld: Statement { get throws { try statement(&selectHeldStatement, "SELECT type, line FROM records WHERE id = ?") } }
     let now: Timestamp
-    let clampLimit: Int64
+    /// Local edits are stamped by the family's clock (FamilyClock.swift).
+    let stampTime: Int64
+    /// Incoming versions later than this (ms) are pulled back to it, never
+    /// below 1 ms after the version held (LWW.pullBack). `Int64.max`: none
+    /// are (a member takes the owner's versions as the owner holds them).
+    var receiveBound: Int64
     /// This device's id, when applying local edits.
     let me: [UInt8]?
-    /// Versions of ids not held, from at or before this time, are not taken.
-    var purgeFloor: Int64?
+    /// This device's id, when applying the owner's versions on a member: the
+    /// owner's copy of one of this device's own versions, pulled back by the
+    /// owner's clock, replaces the one held (the owner's copy is the one
+    /// every other device holds).
+    var adoptOwnerCopiesOf: [UInt8]?
+    /// What this store purged (PurgeRecords.swift): versions of ids not held
+    /// that a purge covers are not taken. Loaded on first need.
+    private var evidence: PurgeEvidence?
+    private var evidenceLoaded = false
     /// A local delete that named only its id: the held record's type, for its line.
     private var heldType: [UInt8]?
     var seq: Int64
@@ -290,11 +304,12 @@ final class RecordApplier {
             ON CONFLICT(id) DO NOTHING
             """)
         update = try db.prepare("""
-            UPDATE records SET type = ?2, modified_at = ?3, device_id = ?4, deleted = ?5, line = ?6, seq = ?7, photo_count = ?8
+            UPDATE records SET type = ?2, modified_at = ?3, device_id = ?4, deleted = ?5, line = ?6, seq = ?7, photo_count = ?8, prev_at = ?9
             WHERE rid = ?1
             """)
         self.now = now
-        clampLimit = LWW.clamp(Timestamp.latest, now: now).milliseconds
+        stampTime = stamping ? try store.familyTime(at: now).milliseconds : now.milliseconds
+        receiveBound = LWW.bound(clock: now)
         me = stamping ? Array(try store.deviceID.utf8) : nil
         seq = try store.currentChangeSeq
         digest = try store.storedRecordDigest()
@@ -303,6 +318,16 @@ final class RecordApplier {
     func finish() throws {
         try store.setMeta("change_seq", String(seq))
         try store.setStoredRecordDigest(digest)
+        try store.markHeldSince(now: now)
+    }
+
+    private func purgeEvidence() throws -> PurgeEvidence? {
+        if !evidenceLoaded {
+            let e = try PurgeEvidence(store: store)
+            evidence = e.isEmpty ? nil : e
+            evidenceLoaded = true
+        }
+        return evidence
     }
 
     @inline(__always)
@@ -328,9 +353,10 @@ final class RecordApplier {
         var time = r.time
         var clamped = false
         if me != nil {
-            time = now.milliseconds
-        } else if time > clampLimit {
-            time = clampLimit
+            time = stampTime
+        } else if time > receiveBound {
+            // Pulled back; once the held version is known, never below it (step 2).
+            time = receiveBound
             clamped = true
             summary.clamped += 1
         }
@@ -373,10 +399,11 @@ final class RecordApplier {
             var decision = LWW.Decision(takeRemote: true, rule: .new)
             var found = false, heldDeleted = false
             var inserted = false
+            var prevAt: Int64? = nil
             prepareLine(base, r, time: time)
             if !onHeldRow {
-                // 0. Purged here: an old version of an id this store no longer holds.
-                if let floor = purgeFloor, time <= floor {
+                // 0. Purged here: a version of an id this store no longer holds that a purge covers.
+                if me == nil, let evidence = try purgeEvidence(), evidence.purged(UnsafeRawBufferPointer(start: idp, count: idn), time: time, deleted: deleted) {
                     var rc = SQLITE_DONE
                     if !lookUpFirst {
                         try bindText(select, 1, idp, idn)
@@ -419,14 +446,29 @@ final class RecordApplier {
                 if me != nil && heldTime >= time {
                     time = heldTime + 1  // an edit supersedes the version it edits
                     prepareLine(base, r, time: time)
+                } else if clamped {
+                    let t = LWW.pullBack(r.time, bound: receiveBound, floor: heldTime)
+                    if t != time {
+                        time = t
+                        prepareLine(base, r, time: time)
+                    }
                 }
+                prevAt = me != nil ? heldTime : nil
                 decision = try withSpan(base, r.deviceID, deviceDecoded) { dp, dn in
                     let hp = sqlite3_column_text(select.stmt, 2)
                     let hn = Int(sqlite3_column_bytes(select.stmt, 2))
-                    return LWW.decide(localTime: Timestamp(milliseconds: heldTime), localDeleted: heldDeleted,
-                                      localDevice: UnsafeBufferPointer(start: hp, count: hp == nil ? 0 : hn),
-                                      remoteTime: Timestamp(milliseconds: time), remoteDeleted: deleted,
-                                      remoteDevice: UnsafeBufferPointer(start: dp, count: dn))
+                    let heldDevice = UnsafeBufferPointer(start: hp, count: hp == nil ? 0 : hn)
+                    let incomingDevice = UnsafeBufferPointer(start: dp, count: dn)
+                    var d = LWW.decide(localTime: Timestamp(milliseconds: heldTime), localDeleted: heldDeleted, localDevice: heldDevice,
+                                       remoteTime: Timestamp(milliseconds: time), remoteDeleted: deleted, remoteDevice: incomingDevice)
+                    if !d.takeRemote, time < heldTime, let mine = adoptOwnerCopiesOf,
+                       heldDevice.elementsEqual(mine), incomingDevice.elementsEqual(mine),
+                       let lp = sqlite3_column_blob(select.stmt, 6),
+                       RecordContent.same(held: Array(UnsafeRawBufferPointer(start: lp, count: Int(sqlite3_column_bytes(select.stmt, 6)))),
+                                          incoming: UnsafeRawBufferPointer(start: base + r.start, count: r.end - r.start)) {
+                        d = LWW.Decision(takeRemote: true, rule: .ownerCopy)
+                    }
+                    return d
                 }
                 if decision.takeRemote, let lp = sqlite3_column_blob(select.stmt, 6) {
                     // The held version leaves the digest (the incoming one joins it in writeRow).
@@ -437,7 +479,7 @@ final class RecordApplier {
                 sqlite3_reset(select.stmt)
                 if decision.takeRemote {
                     _ = try writeRow(base, r, stmt: update, rid: rid, idp: idp, idn: idn, time: time,
-                                     typeDecoded: typeDecoded, deviceDecoded: deviceDecoded, photoCount: photoCount)
+                                     typeDecoded: typeDecoded, deviceDecoded: deviceDecoded, photoCount: photoCount, prevAt: prevAt)
                     seq += 1
                     if let w = watching, w.contains(heldSeq) { summary.displaced.append(rid) }
                     if heldPhotos > 0 {
@@ -509,7 +551,7 @@ final class RecordApplier {
     /// the update of row `rid`, with the line prepared in `scratch`.
     private func writeRow(_ base: UnsafePointer<UInt8>, _ r: RecordScan, stmt s: Statement, rid: Int64?,
                           idp: UnsafePointer<UInt8>, idn: Int, time: Int64,
-                          typeDecoded: [UInt8]?, deviceDecoded: [UInt8]?, photoCount: Int) throws -> Bool {
+                          typeDecoded: [UInt8]?, deviceDecoded: [UInt8]?, photoCount: Int, prevAt: Int64? = nil) throws -> Bool {
         try scratch.withUnsafeBufferPointer { sb in
             // Read only when scratch holds bytes.
             let lineP = scratch.isEmpty ? base + r.start : sb.baseAddress!
@@ -524,6 +566,9 @@ final class RecordApplier {
                     try bindText(s, 6, lineP, lineN)
                     sqlite3_bind_int64(s.stmt, 7, seq + 1)
                     sqlite3_bind_int64(s.stmt, 8, Int64(photoCount))
+                    if rid != nil {
+                        if let prevAt { sqlite3_bind_int64(s.stmt, 9, prevAt) } else { sqlite3_bind_null(s.stmt, 9) }
+                    }
                     let rc = sqlite3_step(s.stmt)
                     sqlite3_reset(s.stmt)
                     if rc != SQLITE_DONE { try db.check(rc, "writing a record") }

@@ -113,10 +113,36 @@ enum Schema {
         """
         DELETE FROM meta WHERE key = 'record_digest';
         """,
+        // Version 4 (protocol revision 3, docs/design.md §4): deletes by evidence.
+        // `prev_at` is, for an edit made here, the `modified_at` of the version it
+        // replaced (NULL for a new id or a received version): the bound a session
+        // puts on this device's own versions never pulls an edit below it.
+        // `purge_batches` are the records of purges (PurgeRecords.swift): the ids'
+        // hashes and delete times, kept long after the tombstones are gone; `seq`
+        // is the owner's change number for the batch (how members are sent it),
+        // `digest` the SHA-256 of `entries` (a batch received twice is kept once).
+        // `seq_clock` says when this store held its changes (HeldSince.swift): every
+        // change numbered at most `seq` was here at this store's time `at`.
+        """
+        ALTER TABLE records ADD COLUMN prev_at INTEGER;
+        CREATE TABLE purge_batches (
+            id INTEGER PRIMARY KEY,
+            seq INTEGER NOT NULL,
+            digest BLOB NOT NULL UNIQUE,
+            entries BLOB NOT NULL
+        );
+        CREATE INDEX purge_batches_by_seq ON purge_batches (seq);
+        CREATE TABLE seq_clock (
+            seq INTEGER PRIMARY KEY,
+            at INTEGER NOT NULL
+        );
+        """,
     ]
 
     /// The first version whose stores keep the record-state digest in `meta`.
     static let keptDigestVersion: Int32 = 3
+    /// The first version whose stores keep purge records and holding times.
+    static let evidenceVersion: Int32 = 4
 
     static var currentVersion: Int32 { Int32(migrations.count) }
 }

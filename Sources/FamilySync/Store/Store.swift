@@ -167,6 +167,12 @@ public final class Store {
             guard v < Schema.currentVersion else { return }
             for i in Int(v)..<Schema.migrations.count { try db.execute(Schema.migrations[i]) }
             if v < Schema.keptDigestVersion { try setStoredRecordDigest(try computeRecordDigest()) }
+            if v > 0 && v < Schema.evidenceVersion {
+                // Tombstones held until now came with no time of holding: their delete
+                // times still judge their age (Tombstones.swift). The purge floor
+                // revision 2 kept stays as it is, never raised again (PurgeRecords.swift).
+                try setMeta("evidence_since_seq", try meta("change_seq") ?? "0")
+            }
             if v == 0 {
                 try db.run("INSERT INTO meta (key, value) VALUES ('device_id', ?), ('created_at', ?), ('change_seq', '0')",
                            [.text(try randomUUID()), .text(Timestamp.current().rfc3339)])

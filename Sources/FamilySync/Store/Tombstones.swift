@@ -6,16 +6,22 @@ import Foundation
 /// expired pairing offers, and photo files no live record names.
 ///
 /// A tombstone T (a `records` row with `deleted = 1`) is purged when both hold:
-/// - its `modifiedAt` (the delete time) is earlier than now − horizon, and
+/// - this store has held it for the horizon by its own clock (HeldSince.swift:
+///   `T.seq` is at or below the change number it had reached by now − horizon),
+///   whatever time T's author stamped on it, and
 /// - `T.seq` is at or below `acknowledgedSeq()`: every current device has
-///   heard of it. On the owner (or a store in no family) that is every
-///   device in `devices` other than this one, and not revoked, having
-///   `sent_seq >= T.seq`; a device that never synced has `sent_seq = 0` and
-///   holds every tombstone back. A member purges by what the owner says all
-///   current devices acknowledged. A store that knows no other device purges
-///   on age alone.
-/// Each purge raises the store's purge floor (Acknowledgements.swift) to the
-/// latest delete time purged, in the same transaction.
+///   heard of it: every device in `devices` other than this one, and not
+///   revoked, has `sent_seq >= T.seq`; a device that never synced has
+///   `sent_seq = 0` and holds every tombstone back. A store that knows no
+///   other device purges on age alone.
+/// Only the owner decides (or a store in no family): each purge keeps a
+/// record of what it purged (PurgeRecords.swift), under a change number of its
+/// own, in the same transaction, and the owner sends it to every member,
+/// which drops what it names. A member's collection purges no tombstone
+/// itself; it reports what holds the family's purges back.
+/// Tombstones a store held before it kept the times it held them
+/// (`evidence_since_seq`, set by the migration) are judged by their delete
+/// time, as they were.
 public struct GarbageReport: Sendable {
     public var purged = 0
     public var keptYoung = 0
@@ -69,6 +75,15 @@ extension Store {
     /// Photos deleted per transaction: their bytes are large, so batches stay small.
     public static let gcPhotoBatch = 32
 
+    /// Whether this store decides purges: the owner, or a store in no family.
+    func decidesPurges() throws -> Bool { try family()?.role != .member }
+
+    /// The tombstones old enough to purge, as SQL over `records` with
+    /// parameters ?3 (the delete-time cutoff, for tombstones held before the
+    /// store kept times), ?5 (the change number held since the horizon) and
+    /// ?6 (the change number up to which delete times decide).
+    static let oldEnoughSQL = "(+seq <= ?5 OR (+seq <= ?6 AND +modified_at < ?3))"
+
     /// The change number up to which every tombstone has reached every
     /// current device, or nil when age alone decides (no other device known).
     /// The owner, or a store outside any family, knows it first-hand: the
@@ -108,12 +123,30 @@ extension Store {
         let cutoff = now.subtracting(horizon).milliseconds
         let photoCutoff = now.subtracting(photoGrace).milliseconds
         let none = Int64.max
+        let decides = try decidesPurges()
+        if !dryRun { try write { try markHeldSince(now: now) } }
+        let heldSince = try heldSinceSeq(atOrBefore: now.subtracting(horizon))
+        let legacySeq = Int64(try meta("evidence_since_seq") ?? "0") ?? 0
+        let old = Store.oldEnoughSQL
+        /// Binds ?3, ?5, ?6 (and ?4, the acknowledged change number) of a statement using `old`.
+        func bindAge(_ s: Statement, ack: Int64) throws {
+            try s.bind(.int(cutoff), at: 3)
+            try s.bind(.int(ack), at: 4)
+            try s.bind(.int(heldSince), at: 5)
+            try s.bind(.int(legacySeq), at: 6)
+        }
+        func count(_ whereSQL: String, ack: Int64) throws -> Int {
+            let s = try db.prepare("SELECT count(*) FROM records WHERE deleted = 1 AND \(whereSQL)")
+            try bindAge(s, ack: ack)
+            defer { s.reset() }
+            return try s.step() ? Int(s.int64(0)) : 0
+        }
 
         // 1. Tombstones.
-        if dryRun {
-            let ack = try acknowledgedSeq() ?? none
-            report.purged = Int(try db.scalarInt(
-                "SELECT count(*) FROM records WHERE deleted = 1 AND modified_at < ? AND seq <= ?", [.int(cutoff), .int(ack)]) ?? 0)
+        if !decides {
+            // A member forgets only what the owner's purge records name.
+        } else if dryRun {
+            report.purged = try count("\(old) AND +seq <= ?4", ack: try acknowledgedSeq() ?? none)
         } else {
             try db.execute("PRAGMA cache_size = -\(Store.bulkCacheKiB)")
             // Checkpoint between transactions, not inside their commits, so the
@@ -126,7 +159,7 @@ extension Store {
             var lo: Int64 = 0
             let maxRid = try db.scalarInt("SELECT max(rid) FROM records") ?? 0
             let purge = try db.prepare("""
-                DELETE FROM records WHERE rid > ?1 AND rid <= ?2 AND +deleted = 1 AND +modified_at < ?3 AND +seq <= ?4
+                DELETE FROM records WHERE rid > ?1 AND rid <= ?2 AND +deleted = 1 AND \(old) AND +seq <= ?4
                 RETURNING modified_at, id, line
                 """)
             while lo < maxRid {
@@ -134,19 +167,30 @@ extension Store {
                 let (n, seconds): (Int, Double) = try timedWrite {
                     // Re-read inside the lock: a device may have joined or acknowledged meanwhile.
                     let ack = try acknowledgedSeq() ?? none
-                    try purge.bind([.int(lo), .int(hi), .int(cutoff), .int(ack)])
+                    try purge.bind(.int(lo), at: 1)
+                    try purge.bind(.int(hi), at: 2)
+                    try bindAge(purge, ack: ack)
                     defer { purge.reset() }
-                    var n = 0
-                    var latest = Int64.min
+                    var entries: [PurgeEntry] = []
                     try adjustRecordDigest { digest, scratch in
                         while try purge.step() {
-                            n += 1
-                            latest = max(latest, purge.int64(0))
-                            purge.withBytes(1) { id in purge.withBytes(2) { digest.subtract(.init(id: id, line: $0, scratch: scratch)) } }
+                            purge.withBytes(1) { id in
+                                entries.append(PurgeEntry(idHash: PurgeEntry.hash(id), deletedAt: purge.int64(0)))
+                                purge.withBytes(2) { digest.subtract(.init(id: id, line: $0, scratch: scratch)) }
+                            }
                         }
                     }
-                    if n > 0 { try raisePurgeFloor(to: Timestamp(milliseconds: latest)) }
-                    return n
+                    purge.reset()
+                    // What was purged stays purged: a record of it, under a change number of its own.
+                    var from = entries.startIndex
+                    while from < entries.endIndex {
+                        let to = min(from + Store.maxPurgeBatchEntries, entries.endIndex)
+                        let seq = try currentChangeSeq + 1
+                        try addPurgeBatch(Array(entries[from..<to]), seq: seq)
+                        try setMeta("change_seq", String(seq))
+                        from = to
+                    }
+                    return entries.count
                 }
                 report.purged += n
                 log?("purged \(n) tombstones among rows \(lo + 1)-\(hi) in \(String(format: "%.1f", seconds * 1000)) ms")
@@ -161,16 +205,15 @@ extension Store {
             }
         }
 
-        // 2. What is kept, and why.
+        // 2. What is kept, and why. A member's "old enough" is the owner's
+        // call; it counts by its own holding time, as the owner will.
         let ack = try acknowledgedSeq() ?? none
-        report.keptYoung = Int(try db.scalarInt("SELECT count(*) FROM records WHERE deleted = 1 AND modified_at >= ?", [.int(cutoff)]) ?? 0)
-        let oldTotal = Int(try db.scalarInt("SELECT count(*) FROM records WHERE deleted = 1 AND modified_at < ?", [.int(cutoff)]) ?? 0)
+        report.keptYoung = try count("NOT \(old)", ack: ack)
+        let oldTotal = try count(old, ack: ack)
         report.keptUnacknowledged = dryRun ? oldTotal - report.purged : oldTotal
         if report.keptUnacknowledged > 0 && ack != none {
             let me = try deviceID
-            func held(after seq: Int64) throws -> Int {
-                Int(try db.scalarInt("SELECT count(*) FROM records WHERE deleted = 1 AND modified_at < ? AND seq > ?", [.int(cutoff), .int(seq)]) ?? 0)
-            }
+            func held(after seq: Int64) throws -> Int { try count("\(old) AND +seq > ?4", ack: seq) }
             if let fam = try family(), fam.role == .member {
                 // The devices the owner named as behind it hold back what every
                 // device has not heard of; the owner holds back what it has not
@@ -197,9 +240,10 @@ extension Store {
         }
         if dryRun {
             // The oldest tombstone that would remain.
-            report.oldestKept = try db.scalarInt("""
-                SELECT min(modified_at) FROM records WHERE deleted = 1 AND NOT (modified_at < ? AND seq <= ?) HAVING count(*) > 0
-                """, [.int(cutoff), .int(ack)]).map(Timestamp.init(milliseconds:))
+            let s = try db.prepare("SELECT min(modified_at) FROM records WHERE deleted = 1 AND NOT (\(old) AND +seq <= ?4) HAVING count(*) > 0")
+            try bindAge(s, ack: decides ? ack : -1)
+            defer { s.reset() }
+            report.oldestKept = try s.step() ? Timestamp(milliseconds: s.int64(0)) : nil
         } else {
             report.oldestKept = try db.scalarInt("SELECT min(modified_at) FROM records WHERE deleted = 1 HAVING count(*) > 0")
                 .map(Timestamp.init(milliseconds:))

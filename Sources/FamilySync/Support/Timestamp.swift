@@ -167,6 +167,7 @@ public struct TimeSpan: Comparable, Hashable, Sendable, CustomStringConvertible 
     public init(milliseconds: Int64) { self.milliseconds = milliseconds }
     public static func seconds(_ s: Int64) -> TimeSpan { TimeSpan(milliseconds: s * 1000) }
     public static func minutes(_ m: Int64) -> TimeSpan { TimeSpan(milliseconds: m * 60_000) }
+    public static func hours(_ h: Int64) -> TimeSpan { TimeSpan(milliseconds: h * 3_600_000) }
     public static func days(_ d: Int64) -> TimeSpan { TimeSpan(milliseconds: d * 86_400_000) }
     public static func < (a: TimeSpan, b: TimeSpan) -> Bool { a.milliseconds < b.milliseconds }
 

@@ -10,6 +10,7 @@ public enum FrameType: UInt8, Sendable, CaseIterable {
     case welcome = 0x06
     case records = 0x10
     case recordsEnd = 0x11
+    case purged = 0x12
     case photoRequest = 0x20
     case photoData = 0x21
     case photoUnavailable = 0x22
@@ -27,6 +28,7 @@ public enum FrameType: UInt8, Sendable, CaseIterable {
         case .welcome: return "WELCOME"
         case .records: return "RECORDS"
         case .recordsEnd: return "RECORDS-END"
+        case .purged: return "PURGED"
         case .photoRequest: return "PHOTO-REQUEST"
         case .photoData: return "PHOTO-DATA"
         case .photoUnavailable: return "PHOTO-UNAVAILABLE"

@@ -1,12 +1,13 @@
-/// The JSON control messages of protocol version 2, each parsed strictly:
+/// The JSON control messages of protocol version 3, each parsed strictly:
 /// a missing or mistyped field is a protocol error naming the frame and field.
 /// Unknown fields are ignored, so a later minor revision may add some.
 public enum SyncProtocol {
     /// The protocol version this build speaks (HELLO and JOIN `protocol`).
-    /// Version 2 (docs/protocol.md §13): the owner alone decides the roster
-    /// and signs it, the owner passes on what every device acknowledged, and
-    /// a purge floor stops purged records coming back.
-    public static let version = 2
+    /// Version 3 (docs/protocol.md §13): versions are bounded by the family's
+    /// clock (the owner's) where they first leave their device, and purged
+    /// records stay purged by records of their purge, which only the owner
+    /// makes (PURGED); version 2's owner-signed roster stays.
+    public static let version = 3
 }
 
 /// Typed access to a control frame's fields.
@@ -203,8 +204,6 @@ struct FamilyMessage {
     var acked: Int64?
     /// Owner only: the current devices that have not yet heard the receiver's latest changes.
     var waitingFor: [(device: String, lastSynced: Timestamp?)] = []
-    /// Every side: its purge floor, the latest delete time among the tombstones it purged (§4.5).
-    var purgeFloor: Timestamp?
 
     /// The most product IDs a policy may list.
     static let maxPolicyProducts = 64
@@ -220,7 +219,6 @@ struct FamilyMessage {
             pairs.append(("acked", .int(a)))
             pairs.append(("waitingFor", .array(waitingFor.map { .object([("device", .string($0.device)), ("lastSynced", .optional($0.lastSynced?.rfc3339))]) })))
         }
-        pairs.append(("purgeFloor", .optional(purgeFloor?.rfc3339)))
         return .object(pairs)
     }
 
@@ -278,7 +276,7 @@ struct FamilyMessage {
                 waitingFor.append((try w.uuid("device"), try w.optionalTime("lastSynced")))
             }
         }
-        purgeFloor = try r.optionalTime("purgeFloor")
+        // Revision 2's `purgeFloor` (a time) is no longer sent, and ignored if it comes (§4.5).
     }
 }
 

@@ -370,8 +370,7 @@ public final class SyncClient {
             emit("joined", [("family", .string(welcome.family)), ("owner", .string(welcome.owner)), ("device", .string(me))])
             guard let fam = try store.family() else { throw StoreError(.inconsistent, path: store.path, detail: "the family just stored could not be read back") }
             let session = SyncSession(store: store, family: fam, me: me,
-                                      peer: SessionPeer(device: welcome.owner, address: address.description, side: .client, joined: true,
-                                                        newToFamily: rejoining == nil),
+                                      peer: SessionPeer(device: welcome.owner, address: address.description, side: .client, joined: true),
                                       channel: channel, options: options, clock: clock, observer: observer, verifier: verifier)
             do {
                 return try session.run()

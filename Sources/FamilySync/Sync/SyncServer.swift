@@ -155,8 +155,7 @@ public final class SyncServer {
             emit("joined", [("from", .string(from)), ("device", .string(admission.member))])
             guard let joined = try store.family() else { throw StoreError(.inconsistent, path: store.path, detail: "the family vanished during a join") }
             let session = SyncSession(store: store, family: joined, me: me,
-                                      peer: SessionPeer(device: admission.member, address: nil, side: .server, joined: true,
-                                                        newToFamily: !admission.readmitted),
+                                      peer: SessionPeer(device: admission.member, address: nil, side: .server, joined: true),
                                       channel: channel, options: options, clock: clock, observer: observer, verifier: verifier)
             session.onDoneExchanged = whenDone
             return .session(runSession(session))

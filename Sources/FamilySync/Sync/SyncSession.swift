@@ -19,10 +19,6 @@ struct SessionPeer {
     var address: String?
     var side: SyncSummary.Side
     var joined: Bool
-    /// A pairing join of a store that was never in this family: none of its
-    /// records can have been purged by the family, so the purge floor does
-    /// not apply to them (a revoked device joining again is not new).
-    var newToFamily = false
 }
 
 /// Where a session is, as the `phase` and `progress` events name it.
@@ -68,25 +64,23 @@ final class SyncSession {
     private var displaced: [Int64] = []
     private var displacedSent = 0
     private var recordsOutDone = false
-    /// The latest `modifiedAt` (ms) each side accepts: its own HELLO clock + the
-    /// LWW clamp window. We pull ours back to the peer's before sending.
-    private var ownLimit: Int64 = 0
-    private var peerLimit: Int64 = 0
+    /// The clamp (docs/protocol.md §7.4), fixed at HELLO. A version leaves the
+    /// device that made it no later than the family's clock + the clamp
+    /// window: in a session with the owner, the owner's HELLO clock, which
+    /// both sides read alike; between members, the sender's own reading of
+    /// the family's clock. `ownBound` is what we pull our own versions back
+    /// to before they go out (we keep what we sent); `receiveBound` is what
+    /// the owner pulls a member's versions back to if they come later (never
+    /// below what it holds); a member takes the owner's versions as they are.
+    private var ownBound: OwnVersionBound?
+    private var receiveBound = Int64.max
     // Records in.
     private var peerRecordsEnded = false
     /// Change numbers our store used for the peer's records this session.
     private var seqsUsedForPeer: Int64 = 0
-    /// The purge floor rules (docs/protocol.md §4.5), on every session but
-    /// one with a store new to the family: the ids the peer sent and its
-    /// purge floor, for dropping what the peer purged when it sent everything
-    /// it holds (and then taking its floor);
-    private var idsFromPeer = Set<String>()
-    private var peerPurgeFloor: Timestamp?
-    private var peerSentEverything = false
-    /// and our own floor as the session began: incoming versions of ids we
-    /// do not hold, from before it, were purged here and are not taken back.
-    private var incomingFloor: Timestamp?
-    private var floorRulesApply: Bool { !peer.newToFamily }
+    /// The owner: its purge records the member has not been sent (§4.5), in
+    /// (sendAfter, snapshot] as fixed at HELLO, sent before its records.
+    private var purgesOut: [[UInt8]] = []
     /// A member: what the owner said every device acknowledged, kept once
     /// the session completes (by then this store holds what the owner held
     /// when it said so, so a purge by it never races the records it implies).
@@ -183,7 +177,6 @@ final class SyncSession {
 
     private func exchangeHellos() throws {
         let myClock = clock.now()
-        ownLimit = LWW.clamp(Timestamp.latest, now: myClock).milliseconds
         let (myRecv, mySent) = (try store.receivedCursor(from: peer.device), try store.sentCursor(to: peer.device))
         let hello = HelloMessage(version: options.faults.contains(.speakVersion1) ? 1 : Int64(SyncProtocol.version), device: me, family: family.id, role: family.role, clock: myClock,
                                  epoch: try store.familyEpoch, after: myRecv, sent: mySent, changes: try store.currentChangeSeq)
@@ -198,10 +191,25 @@ final class SyncSession {
             throw ProtocolError("HELLO says role '\(h.role.rawValue)', but \(family.ownerDevice) is the family's owner")
         }
         peerHello = h
-        // The set of records we send is fixed now (§7.2), and so is the peer's limit (§7.4).
+        // The set of records we send is fixed now (§7.2), and so is the clamp (§7.4).
         snapshot = try store.currentChangeSeq
-        peerLimit = LWW.clamp(Timestamp.latest, now: h.clock).milliseconds
-        summary.clockSkewMilliseconds = h.clock.milliseconds - clock.now().milliseconds
+        let arrived = clock.now()
+        summary.clockSkewMilliseconds = h.clock.milliseconds - arrived.milliseconds
+        if family.role == .owner {
+            // The owner's clock is the family's: it bounds both sides' own versions.
+            let limit = LWW.bound(clock: myClock)
+            ownBound = OwnVersionBound(device: me, limit: limit)
+            receiveBound = limit
+        } else if h.role == .owner {
+            // A member reads the family's clock off the owner's HELLO, and stamps by it from now on.
+            try store.write { try store.setFamilyClockOffset(ownerClock: h.clock, localClock: arrived) }
+            ownBound = OwnVersionBound(device: me, limit: LWW.bound(clock: h.clock))
+        } else {
+            // Between members: each bounds its own versions, and what it takes, by its reading of the family's clock.
+            let limit = LWW.bound(clock: try store.familyTime(at: myClock))
+            ownBound = OwnVersionBound(device: me, limit: limit)
+            receiveBound = limit
+        }
         // The peer says how far of our changes it holds. More than we ever made
         // means our store went back in time (a restore): send everything. So
         // does a peer that remembers another last session than we do (one of
@@ -213,7 +221,7 @@ final class SyncSession {
         if !continuous && family.role == .owner {
             try store.write { try store.forgetAcknowledgementPoints(member: peer.device) }
         }
-        if floorRulesApply { incomingFloor = try store.purgeFloor }
+        if family.role == .owner { purgesOut = try store.purgeBatches(after: sendAfter, upTo: snapshot) }
         // A member holding a later family key than the owner's: the owner's
         // store went back in time (restored from a copy taken before a
         // revocation). The owner moves on to a fresh key above the member's,
@@ -259,7 +267,6 @@ final class SyncSession {
         message.rosterKey = rosterKey
         message.acked = ack?.acked
         message.waitingFor = ack?.waitingFor ?? []
-        message.purgeFloor = try store.purgeFloor
         channel.sendSecret(.family, json: message.json)
         let g = try nextFrame(expecting: "FAMILY")
         guard g.type == .family else { throw ProtocolError("expected FAMILY, got \(g.type.name)") }
@@ -333,7 +340,6 @@ final class SyncSession {
                 // Its own statement, newer than the one it holds: this store went back in time.
                 adopted = try store.adoptOwnRoster(r, family: family, peerEpoch: h.epoch)
             }
-            peerPurgeFloor = m.purgeFloor
             if let p = m.proof {
                 received = try EntitlementExchange.receiveInTransaction(p, from: h.device, store: store, verifier: verifier, now: now)
             }
@@ -399,15 +405,21 @@ final class SyncSession {
     }
 
     private func produce() throws {
+        // The owner's purge records first: the member drops what they name (§4.5).
+        while !purgesOut.isEmpty && channel.backlog < SyncLimits.outputHighWater {
+            let batch = purgesOut.removeFirst()
+            channel.send(.purged, batch)
+            summary.purgeRecordsSent += Int64(batch.count / PurgeEntry.encodedBytes)
+        }
         // Our records: the set fixed at the peer's HELLO.
-        while !recordsOutDone && channel.backlog < SyncLimits.outputHighWater {
+        while purgesOut.isEmpty && !recordsOutDone && channel.backlog < SyncLimits.outputHighWater {
             guard let b = try nextOutgoingBatch() else {
                 channel.send(.recordsEnd, json: .object([("count", .int(summary.recordsSent)), ("after", .int(sentFrom))]))
                 recordsOutDone = true
                 break
             }
             if !b.clamped.isEmpty {
-                // Later than the peer accepts: sent pulled back to its limit, and kept so here (§7.4).
+                // Our own, later than the family's clock allows: sent pulled back, and kept so here (§7.4).
                 seqsUsedForPeer += try store.write { try store.adoptClampedInTransaction(b.clamped) }
                 summary.recordsClamped += Int64(b.clamped.count)
             }
@@ -433,7 +445,7 @@ final class SyncSession {
     private func nextOutgoingBatch() throws -> OutgoingBatch? {
         if !rangeExhausted {
             let b = try store.exportRecordBatch(after: sendAfter, upTo: snapshot, maxCount: SyncLimits.recordBatchCount,
-                                                maxBytes: SyncLimits.recordBatchBytes, clampAbove: peerLimit)
+                                                maxBytes: SyncLimits.recordBatchBytes, bound: ownBound)
             if b.count > 0 {
                 sendAfter = b.lastSeq
                 return b
@@ -442,7 +454,7 @@ final class SyncSession {
         }
         while displacedSent < displaced.count {
             let rows = displaced[displacedSent..<min(displaced.count, displacedSent + SyncLimits.recordBatchCount)]
-            let (b, used) = try store.exportRecordRows(rows, maxBytes: SyncLimits.recordBatchBytes, clampAbove: peerLimit)
+            let (b, used) = try store.exportRecordRows(rows, maxBytes: SyncLimits.recordBatchBytes, bound: ownBound)
             displacedSent += used
             if b.count > 0 { return b }
         }
@@ -496,19 +508,20 @@ final class SyncSession {
             guard count == summary.recordsReceived else {
                 throw ProtocolError("RECORDS-END counts \(count) records, but \(summary.recordsReceived) arrived")
             }
+            guard peerAfter >= 0 else { throw ProtocolError("RECORDS-END field 'after': negative") }
             peerRecordsEnded = true
-            // The peer sent everything it holds: what we hold from before its
-            // purge floor and it did not send was purged in the family (§4.5).
-            if floorRulesApply, peerAfter == 0 {
-                peerSentEverything = true
-                if let floor = peerPurgeFloor {
-                    let n = try store.write { try store.dropRecordsPurgedElsewhere(floor: floor, keeping: idsFromPeer) }
-                    summary.recordsPurged += Int64(n)
-                    if n > 0 { emit("purged", [("records", .int(n)), ("floor", .string(floor.rfc3339))]) }
-                }
-            }
-            idsFromPeer = []
             waves.recordsArrived()
+        case .purged:
+            // Only the owner decides what the family forgets (§4.5).
+            guard family.role == .member, peer.device == family.ownerDevice else {
+                throw ProtocolError("PURGED from \(family.role == .owner ? "a member" : "a device that is not the owner"): only the owner's purges count")
+            }
+            guard !peerRecordsEnded else { throw ProtocolError("PURGED after RECORDS-END") }
+            let n = try f.payload.withUnsafeBytes { b in try store.write { try store.applyPurgeBatch(b) } }
+            guard let n else { throw ProtocolError("PURGED payload of \(f.payload.count) bytes is not a whole number of \(PurgeEntry.encodedBytes)-byte entries") }
+            summary.purgeRecordsReceived += Int64(f.payload.count / PurgeEntry.encodedBytes)
+            summary.recordsPurged += Int64(n)
+            if n > 0 { emit("purged", [("records", .int(Int64(n)))]) }
         case .photoRequest:
             guard peerDone == nil else { throw ProtocolError("PHOTO-REQUEST after DONE") }
             try responder.enqueue(f)
@@ -576,20 +589,18 @@ final class SyncSession {
                 do { r = try RecordScanner.scan(base, start: start, end: end, mode: .exchanged, workspace: &workspace) } catch { throw bad("\(error)") }
                 // A non-canonical time would be rewritten here and leave the sender's copy different.
                 guard r.isTimeCanonical(base) else { throw bad("modifiedAt: not in canonical form YYYY-MM-DDTHH:MM:SS.sssZ") }
-                guard r.time <= ownLimit else {
-                    throw bad("modifiedAt: \(Timestamp(milliseconds: r.time).rfc3339) is later than this device's clock allows (\(Timestamp(milliseconds: ownLimit).rfc3339)); the sender must pull it back to that")
-                }
                 scans.append(r)
                 start = end + 1
             }
-            if floorRulesApply {
-                for r in scans { idsFromPeer.insert(RecordScanner.string(base, r.id)) }
+            let adopt: [UInt8]? = family.role == .member && peer.device == family.ownerDevice ? Array(me.utf8) : nil
+            let s = try store.write {
+                try store.applyRemoteInTransaction(base, scans, now: now, watching: watching, bound: receiveBound, adoptOwnerCopiesOf: adopt)
             }
-            let s = try store.write { try store.applyRemoteInTransaction(base, scans, now: now, watching: watching, purgeFloor: incomingFloor) }
             return (s, scans.count)
         }
         displaced += s.displaced
         summary.recordsPurged += Int64(s.purged)
+        summary.recordsClampedIn += Int64(s.clamped)
         seqsUsedForPeer += Int64(s.applied)
         waves.recordsArrived()
         summary.recordsReceived += Int64(count)
@@ -622,8 +633,6 @@ final class SyncSession {
                 try store.recordAcknowledgementPoint(member: peer.device, peerSeq: theirs.upTo, ownSeq: try store.currentChangeSeq)
             }
             if let a = pendingAcknowledgement { try store.setFamilyAcknowledgement(acked: a.acked, waitingFor: a.waitingFor) }
-            // We now hold all the peer held (or newer): what neither holds from before its floor was purged.
-            if peerSentEverything, let f = peerPurgeFloor { try store.raisePurgeFloor(to: f) }
         }
         summary.lastSynced = now
         // The name as it stands now: this session's roster may have renamed the peer.

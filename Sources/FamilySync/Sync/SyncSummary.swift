@@ -12,9 +12,15 @@ public struct SyncSummary: Sendable {
     public var recordsSent: Int64 = 0
     public var recordsReceived: Int64 = 0
     public var recordsApplied: Int64 = 0
+    /// Our own versions sent pulled back to the family's clock (and kept so here).
     public var recordsClamped: Int64 = 0
-    /// Records not taken, or dropped here, because the family purged them (the purge floor).
+    /// The peer's versions this side pulled back to the family's clock.
+    public var recordsClampedIn: Int64 = 0
+    /// Records not taken, or dropped here, because the family purged them (purge records).
     public var recordsPurged: Int64 = 0
+    /// Purge records the owner sent, or a member received.
+    public var purgeRecordsSent: Int64 = 0
+    public var purgeRecordsReceived: Int64 = 0
     public var photosSent: Int64 = 0
     public var photosReceived: Int64 = 0
     public var photosUnavailable: Int64 = 0
@@ -43,7 +49,8 @@ public struct SyncSummary: Sendable {
         return .object([
             ("peer", .string(peer)), ("peerName", .optional(peerName)), ("address", .optional(address)), ("side", .string(side.rawValue)), ("joined", .bool(joined)),
             ("records", .object([("sent", .int(recordsSent)), ("received", .int(recordsReceived)), ("applied", .int(recordsApplied)),
-                                 ("clamped", .int(recordsClamped)), ("purged", .int(recordsPurged))])),
+                                 ("clamped", .int(recordsClamped)), ("clampedIn", .int(recordsClampedIn)), ("purged", .int(recordsPurged))])),
+            ("purgeRecords", .object([("sent", .int(purgeRecordsSent)), ("received", .int(purgeRecordsReceived))])),
             ("photos", .object([("sent", .int(photosSent)), ("received", .int(photosReceived)), ("unavailable", .int(photosUnavailable)),
                                 ("wanted", .int(photosWanted)), ("waves", .int(waves))])),
             ("bytes", .object([("sent", .int(bytesSent)), ("received", .int(bytesReceived)), ("perSecond", .int(Int64(rate)))])),

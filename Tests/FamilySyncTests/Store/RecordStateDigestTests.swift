@@ -51,18 +51,20 @@ import Testing
                 _ = try RT.apply(store, lines.joined(separator: "\n"), stamping: true, now: Self.now)
                 try check("local edits")
             case 3:
-                // A peer's clock is behind: what goes out is pulled back and kept so here.
+                // The family's clock is behind: this device's versions go out pulled back and are kept so here.
                 let limit = RT.t("2026-11-30T00:00:00Z").milliseconds
-                let b = try store.exportRecordBatch(after: 0, upTo: try store.currentChangeSeq, maxCount: 1000, maxBytes: 1 << 20, clampAbove: limit)
+                let b = try store.exportRecordBatch(after: 0, upTo: try store.currentChangeSeq, maxCount: 1000, maxBytes: 1 << 20,
+                                                    bound: OwnVersionBound(device: try store.deviceID, limit: limit))
                 _ = try store.write { try store.adoptClampedInTransaction(b.clamped) }
                 try check("clamped versions adopted")
             default:
                 // Tombstones purged by age, then old records dropped as purged elsewhere.
                 _ = try store.collectGarbage(now: RT.t("2027-03-01T00:00:00Z"))
                 try check("garbage collection")
-                let keep = Set(ids.filter { _ in Bool.random(using: &rng) })
-                _ = try store.write { try store.dropRecordsPurgedElsewhere(floor: RT.t("2026-07-01T00:00:00Z"), keeping: keep) }
-                try check("records dropped as purged elsewhere")
+                let named = ids.filter { _ in Bool.random(using: &rng) }
+                let batch = PurgeEntry.encode(named.map { PurgeEntry(idHash: PurgeEntry.hash($0), deletedAt: RT.t("2026-07-01T00:00:00Z").milliseconds) })
+                _ = try batch.withUnsafeBytes { b in try store.write { try store.applyPurgeBatch(b) } }
+                try check("records dropped by the owner's purge records")
             }
         }
         // The state alone decides: a store given the same rows in another order has the same digest.

@@ -3,10 +3,10 @@ import Testing
 @testable import FamilySync
 
 /// The records a session sends (docs/protocol.md §7.2, §7.4): batches from the
-/// change log, versions past the peer's limit rewritten in place and kept, and
-/// rows the peer's records replace before they were sent.
+/// change log, this device's own versions past the session's bound rewritten in
+/// place and kept, and rows the peer's records replace before they were sent.
 @Suite struct OutgoingRecordsTests {
-    @Test func aVersionPastThePeersLimitIsRewrittenInPlaceAndKept() throws {
+    @Test func anOwnVersionPastTheBoundIsRewrittenInPlaceAndKept() throws {
         let (s, dir) = try RT.store()
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let far = "2027-12-01T09:00:00.000Z", limit = Timestamp(rfc3339: "2026-12-01T10:05:00.000Z")!
@@ -14,7 +14,7 @@ import Testing
         let plain = "{\"id\":\"r-2\",\"type\":\"note\",\"modifiedAt\":\"2026-11-30T10:00:00.000Z\",\"deviceId\":\"M\",\"deleted\":false}"
         _ = try s.applyRemote([try Record(line: odd), try Record(line: plain)], now: Timestamp(rfc3339: "2027-12-01T09:00:00.000Z")!)
         let before = try s.currentChangeSeq
-        let b = try s.exportRecordBatch(after: 0, upTo: before, maxCount: 10, maxBytes: 1 << 20, clampAbove: limit.milliseconds)
+        let b = try s.exportRecordBatch(after: 0, upTo: before, maxCount: 10, maxBytes: 1 << 20, bound: OwnVersionBound(device: "M", limit: limit.milliseconds))
         #expect(b.count == 2)
         let sent = String(decoding: b.payload, as: UTF8.self).split(separator: "\n").map(String.init)
         // Only the value changed: key order, spacing and unknown fields stay.
@@ -29,13 +29,39 @@ import Testing
         #expect(try s.db.scalarInt("SELECT seq FROM records WHERE id = 'r-1'") == before + 1)
     }
 
+    @Test func anotherDevicesVersionGoesOutAsHeldWhateverTheBound() throws {
+        let (s, dir) = try RT.store()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let line = "{\"id\":\"r\",\"type\":\"t\",\"modifiedAt\":\"2027-12-01T09:00:00.000Z\",\"deviceId\":\"OTHER\",\"deleted\":false}"
+        _ = try s.applyRemote([try Record(line: line)], now: Timestamp(rfc3339: "2027-12-01T09:00:00.000Z")!)
+        let b = try s.exportRecordBatch(after: 0, upTo: try s.currentChangeSeq, maxCount: 10, maxBytes: 1 << 20,
+                                        bound: OwnVersionBound(device: "M", limit: Timestamp(rfc3339: "2026-12-01T10:05:00.000Z")!.milliseconds))
+        #expect(String(decoding: b.payload, as: UTF8.self) == line + "\n")
+        #expect(b.clamped.isEmpty)
+    }
+
+    @Test func anOwnEditIsNeverPulledBackBelowTheVersionItReplaced() throws {
+        let (s, dir) = try RT.store()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let me = try s.deviceID
+        // A version from far ahead of the bound (another device's), then an edit of it here.
+        let ahead = Timestamp(rfc3339: "2027-01-01T00:00:00.000Z")!
+        _ = try s.applyRemote([try Record(line: "{\"id\":\"r\",\"type\":\"t\",\"modifiedAt\":\"2027-01-01T00:00:00.000Z\",\"deviceId\":\"O\",\"deleted\":false}")], now: ahead)
+        _ = try s.applyLocalEdits([try Record(line: "{\"id\":\"r\",\"type\":\"t\",\"data\":{\"v\":2}}", mode: .localEdit)], now: Timestamp(rfc3339: "2026-06-01T00:00:00.000Z")!)
+        let limit = Timestamp(rfc3339: "2026-06-01T00:05:00.000Z")!.milliseconds
+        let b = try s.exportRecordBatch(after: 0, upTo: try s.currentChangeSeq, maxCount: 10, maxBytes: 1 << 20, bound: OwnVersionBound(device: me, limit: limit))
+        let sent = try Record(line: String(decoding: b.payload.dropLast(), as: UTF8.self))
+        #expect(sent.modifiedAt.milliseconds == ahead.milliseconds + 1)
+        #expect(sent.deviceID == me)
+    }
+
     @Test func aRowChangedSinceItWasSentKeepsItsNewerVersion() throws {
         let (s, dir) = try RT.store()
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let now = Timestamp(rfc3339: "2027-12-01T09:00:00.000Z")!
         _ = try s.applyRemote([try Record(line: "{\"id\":\"r\",\"type\":\"t\",\"modifiedAt\":\"2027-12-01T09:00:00.000Z\",\"deviceId\":\"M\",\"deleted\":false}")], now: now)
         let b = try s.exportRecordBatch(after: 0, upTo: try s.currentChangeSeq, maxCount: 10, maxBytes: 1 << 20,
-                                        clampAbove: Timestamp(rfc3339: "2026-12-01T10:05:00.000Z")!.milliseconds)
+                                        bound: OwnVersionBound(device: "M", limit: Timestamp(rfc3339: "2026-12-01T10:05:00.000Z")!.milliseconds))
         // Another process edits the record before the clamped version is stored.
         _ = try s.applyRemote([try Record(line: "{\"id\":\"r\",\"type\":\"t\",\"modifiedAt\":\"2027-12-01T09:00:01.000Z\",\"deviceId\":\"M\",\"deleted\":false}")], now: now)
         let seq = try s.currentChangeSeq

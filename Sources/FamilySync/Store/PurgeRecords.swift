@@ -1,0 +1,190 @@
+import CSQLite
+import COpenSSL
+
+/// Records of purges (docs/design.md §4, docs/protocol.md §4.5): what makes a
+/// purged record stay purged once its tombstone is gone. A purge record names
+/// the id by a hash and keeps the purged tombstone's delete time; a version of
+/// an id this store does not hold that the tombstone would have beaten is not
+/// taken back, whoever sends it and whatever its clock said. Nothing else ever
+/// removes a record without a tombstone: not a time, not a peer's silence.
+///
+/// Only the owner's device writes new purge records (its garbage collection,
+/// which alone can tell that every current device has heard of a delete); it
+/// sends them to each member in PURGED frames (owner sessions only), and a
+/// member drops what they name. So no member, and no revoked device, can make
+/// another store forget anything.
+public struct PurgeEntry: Equatable, Sendable {
+    /// The first 8 bytes of SHA-256 of the id's UTF-8 bytes, big-endian.
+    public var idHash: UInt64
+    /// The purged tombstone's `modifiedAt`, in milliseconds.
+    public var deletedAt: Int64
+
+    public init(idHash: UInt64, deletedAt: Int64) {
+        self.idHash = idHash
+        self.deletedAt = deletedAt
+    }
+
+    /// The id's hash: 8 bytes of SHA-256, so a million purged ids take 16 MB
+    /// and two ids share a hash with odds of about 1 in 10^13 at that size.
+    public static func hash(_ id: UnsafeRawBufferPointer) -> UInt64 {
+        var out = [UInt8](repeating: 0, count: 32)
+        _ = COpenSSL.SHA256(id.baseAddress?.assumingMemoryBound(to: UInt8.self), id.count, &out)
+        var h: UInt64 = 0
+        for i in 0..<8 { h = h << 8 | UInt64(out[i]) }
+        return h
+    }
+
+    public static func hash(_ id: String) -> UInt64 {
+        var id = id
+        return id.withUTF8 { hash(UnsafeRawBufferPointer($0)) }
+    }
+
+    /// Whether this purge covers a version of its id at `time`: the purged
+    /// tombstone beat it (it is older, or a delete at the same time).
+    @inline(__always)
+    public func covers(time: Int64, deleted: Bool) -> Bool {
+        time < deletedAt || (time == deletedAt && deleted)
+    }
+
+    /// Bytes per entry on disk and on the wire: the hash, then the time, each 8 bytes big-endian.
+    public static let encodedBytes = 16
+
+    static func encode(_ entries: [PurgeEntry]) -> [UInt8] {
+        var out = [UInt8]()
+        out.reserveCapacity(entries.count * encodedBytes)
+        for e in entries {
+            for i in (0..<8).reversed() { out.append(UInt8(truncatingIfNeeded: e.idHash >> (8 * UInt64(i)))) }
+            let t = UInt64(bitPattern: e.deletedAt)
+            for i in (0..<8).reversed() { out.append(UInt8(truncatingIfNeeded: t >> (8 * UInt64(i)))) }
+        }
+        return out
+    }
+
+    /// Nil when the length is not a whole number of entries.
+    static func decode(_ bytes: UnsafeRawBufferPointer) -> [PurgeEntry]? {
+        guard bytes.count % encodedBytes == 0 else { return nil }
+        var out: [PurgeEntry] = []
+        out.reserveCapacity(bytes.count / encodedBytes)
+        var i = 0
+        while i < bytes.count {
+            var h: UInt64 = 0, t: UInt64 = 0
+            for k in 0..<8 { h = h << 8 | UInt64(bytes[i + k]) }
+            for k in 8..<16 { t = t << 8 | UInt64(bytes[i + k]) }
+            out.append(PurgeEntry(idHash: h, deletedAt: Int64(bitPattern: t)))
+            i += encodedBytes
+        }
+        return out
+    }
+}
+
+/// What a store knows was purged, for judging incoming versions of ids it
+/// does not hold: its purge records, looked up by hash, and the time floor a
+/// store kept from protocol revision 2 (which purged without naming ids), frozen.
+final class PurgeEvidence {
+    private var hashes: [UInt64] = []
+    private var times: [Int64] = []
+    /// Revision 2's floor: versions at or before it of ids not held were
+    /// purged there. Never raised again, never sent.
+    let legacyFloor: Int64?
+
+    var isEmpty: Bool { hashes.isEmpty && legacyFloor == nil }
+
+    init(store: Store) throws {
+        legacyFloor = try store.meta("purge_floor").flatMap { Int64($0) }
+        var all: [PurgeEntry] = []
+        let s = try store.db.prepare("SELECT entries FROM purge_batches")
+        defer { s.reset() }
+        while try s.step() {
+            if let e = s.withBytes(0, { PurgeEntry.decode($0) }) { all += e }
+        }
+        all.sort { $0.idHash != $1.idHash ? $0.idHash < $1.idHash : $0.deletedAt > $1.deletedAt }
+        var last: UInt64? = nil
+        for e in all where e.idHash != last {
+            // Sorted latest first within a hash: the latest purge of an id is the one that counts.
+            hashes.append(e.idHash)
+            times.append(e.deletedAt)
+            last = e.idHash
+        }
+    }
+
+    /// Whether a version of an id not held, at `time`, was purged here.
+    func purged(_ id: UnsafeRawBufferPointer, time: Int64, deleted: Bool) -> Bool {
+        if let f = legacyFloor, time <= f { return true }
+        guard !hashes.isEmpty else { return false }
+        let h = PurgeEntry.hash(id)
+        var lo = 0, hi = hashes.count
+        while lo < hi {
+            let mid = (lo + hi) / 2
+            if hashes[mid] < h { lo = mid + 1 } else { hi = mid }
+        }
+        guard lo < hashes.count, hashes[lo] == h else { return false }
+        return PurgeEntry(idHash: h, deletedAt: times[lo]).covers(time: time, deleted: deleted)
+    }
+}
+
+extension Store {
+    /// The largest batch of purge records: one PURGED frame's payload (1 MiB).
+    public static let maxPurgeBatchEntries = 65_536
+
+    /// Keeps purge records (the owner's own purge, with the change number it
+    /// takes, or a batch the owner sent, with `seq` 0: members send none on).
+    /// A batch already held is kept once. Call inside `write`.
+    @discardableResult
+    func addPurgeBatch(_ entries: [PurgeEntry], seq: Int64) throws -> Bool {
+        guard !entries.isEmpty else { return false }
+        let bytes = PurgeEntry.encode(entries)
+        try db.run("INSERT INTO purge_batches (seq, digest, entries) VALUES (?, ?, ?) ON CONFLICT(digest) DO NOTHING",
+                   [.int(seq), .blob(SHA256.hash(bytes)), .blob(bytes)])
+        return db.changes > 0
+    }
+
+    /// The owner's purge batches with change numbers in (after, upTo], oldest first.
+    func purgeBatches(after: Int64, upTo: Int64) throws -> [[UInt8]] {
+        let s = try db.prepare("SELECT entries FROM purge_batches WHERE seq > ? AND seq <= ? ORDER BY seq")
+        try s.bind([.int(after), .int(upTo)])
+        defer { s.reset() }
+        var out: [[UInt8]] = []
+        while try s.step() { out.append(s.blob(0)) }
+        return out
+    }
+
+    /// How many purge records this store keeps, and their bytes.
+    public func purgeRecordCount() throws -> Int {
+        Int(try db.scalarInt("SELECT coalesce(sum(length(entries)), 0) FROM purge_batches") ?? 0) / PurgeEntry.encodedBytes
+    }
+
+    /// A member: the owner's purge batch `bytes` arrived. Keeps it, and drops
+    /// every record held that a purge in it covers (a purge, not an edit: no
+    /// change number is used). Returns how many records were dropped. Nil
+    /// when the bytes are not a whole number of entries. Call inside `write`.
+    func applyPurgeBatch(_ bytes: UnsafeRawBufferPointer) throws -> Int? {
+        guard let entries = PurgeEntry.decode(bytes) else { return nil }
+        guard !entries.isEmpty else { return 0 }
+        var latest: [UInt64: Int64] = [:]
+        latest.reserveCapacity(entries.count)
+        var maxTime = Int64.min
+        for e in entries {
+            latest[e.idHash] = max(latest[e.idHash] ?? .min, e.deletedAt)
+            maxTime = max(maxTime, e.deletedAt)
+        }
+        // A batch held already has been applied already.
+        guard try addPurgeBatch(entries, seq: 0) else { return 0 }
+        let pick = try db.prepare("SELECT rid, id, modified_at, deleted, line FROM records WHERE modified_at <= ?")
+        try pick.bind([.int(maxTime)])
+        var gone: [Int64] = []
+        try adjustRecordDigest { digest, scratch in
+            while try pick.step() {
+                let h = pick.withBytes(1) { PurgeEntry.hash($0) }
+                guard let t = latest[h], PurgeEntry(idHash: h, deletedAt: t).covers(time: pick.int64(2), deleted: pick.int64(3) != 0) else { continue }
+                gone.append(pick.int64(0))
+                pick.withBytes(1) { id in pick.withBytes(4) { digest.subtract(.init(id: id, line: $0, scratch: scratch)) } }
+            }
+        }
+        pick.reset()
+        for rid in gone {
+            try db.run("DELETE FROM record_photos WHERE record = ?", [.int(rid)])
+            try db.run("DELETE FROM records WHERE rid = ?", [.int(rid)])
+        }
+        return gone.count
+    }
+}
