@@ -64,17 +64,27 @@ extension Store {
         }
     }
 
+    /// Whether an offer is past its time, judged by the owner's clock where it
+    /// is redeemed. An offer lasts its lifetime from when it was made; a clock
+    /// now earlier than that, by more than the clamp window, was set back since
+    /// (a clock that ran fast when the offer was made, then corrected): how
+    /// long the offer has been open cannot be told, so it counts as expired
+    /// rather than staying open for as long as the clock was wrong.
+    static func offerHasExpired(created: Int64, expires: Int64, now: Timestamp) -> Bool {
+        expires <= now.milliseconds || now < Timestamp(milliseconds: created).subtracting(LWW.maxClockSkew)
+    }
+
     /// Consumes a nonce for `deviceID`, once. Call inside the write transaction
     /// that also admits the device, so a nonce can never admit two.
     public func redeemOfferInTransaction(nonce: String, by deviceID: String, now: Timestamp) throws -> OfferRedemption {
-        let s = try db.prepare("SELECT expires_at, used_at, closed_at FROM offers WHERE nonce = ?")
+        let s = try db.prepare("SELECT expires_at, used_at, closed_at, created_at FROM offers WHERE nonce = ?")
         try s.bind([.text(nonce)])
         guard try s.step() else { s.reset(); return .unknown }
-        let expires = s.int64(0), used = s.optionalInt64(1), closed = s.optionalInt64(2)
+        let expires = s.int64(0), used = s.optionalInt64(1), closed = s.optionalInt64(2), created = s.int64(3)
         s.reset()
         if used != nil { return .alreadyUsed }
         if closed != nil { return .closed }
-        if expires <= now.milliseconds { return .expired }
+        if Store.offerHasExpired(created: created, expires: expires, now: now) { return .expired }
         try db.run("UPDATE offers SET used_at = ?, used_by = ? WHERE nonce = ? AND used_at IS NULL", [.int(now.milliseconds), .text(deviceID), .text(nonce)])
         return db.changes == 1 ? .accepted : .alreadyUsed
     }
@@ -82,12 +92,13 @@ extension Store {
     /// Every offer this store made, with its state at `now`, for matching a
     /// joining device's offer tag.
     func offerStates(now: Timestamp) throws -> [(nonce: String, state: OfferRedemption)] {
-        let s = try db.prepare("SELECT nonce, expires_at, used_at, closed_at FROM offers")
+        let s = try db.prepare("SELECT nonce, expires_at, used_at, closed_at, created_at FROM offers")
         defer { s.reset() }
         var out: [(String, OfferRedemption)] = []
         while try s.step() {
             let state: OfferRedemption
-            if !s.isNull(2) { state = .alreadyUsed } else if !s.isNull(3) { state = .closed } else if s.int64(1) <= now.milliseconds { state = .expired } else { state = .accepted }
+            if !s.isNull(2) { state = .alreadyUsed } else if !s.isNull(3) { state = .closed }
+            else if Store.offerHasExpired(created: s.int64(4), expires: s.int64(1), now: now) { state = .expired } else { state = .accepted }
             out.append((s.text(0), state))
         }
         return out

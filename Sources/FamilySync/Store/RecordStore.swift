@@ -82,6 +82,7 @@ extension Store {
                                   bound: Int64, adoptOwnerCopiesOf: [UInt8]?) throws -> ApplySummary {
         try applying(now: now, stamping: false, watching: watching) { applier in
             applier.receiveBound = bound
+            applier.pullBackStopsAtHeld = true
             applier.adoptOwnerCopiesOf = adoptOwnerCopiesOf
             for scan in scans { try applier.apply(base, scan, explain: nil) }
         }
@@ -270,6 +271,11 @@ final class RecordApplier {
     /// below 1 ms after the version held (LWW.pullBack). `Int64.max`: none
     /// are (a member takes the owner's versions as the owner holds them).
     var receiveBound: Int64
+    /// Whether the pull-back stops 1 ms after the version held: in a session,
+    /// where the sender already pulled its own versions back no further than
+    /// the version it replaced (RecordBatches.swift), so an edit of a version
+    /// held here keeps beating it. merge-records' clamp keeps the seed's rule.
+    var pullBackStopsAtHeld = false
     /// This device's id, when applying local edits.
     let me: [UInt8]?
     /// This device's id, when applying the owner's versions on a member: the
@@ -447,7 +453,7 @@ final class RecordApplier {
                     time = heldTime + 1  // an edit supersedes the version it edits
                     prepareLine(base, r, time: time)
                 } else if clamped {
-                    let t = LWW.pullBack(r.time, bound: receiveBound, floor: heldTime)
+                    let t = LWW.pullBack(r.time, bound: receiveBound, floor: pullBackStopsAtHeld ? heldTime : nil)
                     if t != time {
                         time = t
                         prepareLine(base, r, time: time)

@@ -312,7 +312,7 @@ public final class SyncClient {
                 }
             }
             channel.send(.join, json: JoinMessage(device: me, clock: clock.now(), name: name,
-                                                  version: options.faults.contains(.speakVersion1) ? 1 : Int64(SyncProtocol.version)).json)
+                                                  version: options.faults.contains(.speakPreviousVersion) ? Int64(SyncProtocol.version - 1) : Int64(SyncProtocol.version)).json)
             let welcome: WelcomeMessage
             do {
                 let deadline = Deadline(after: SyncLimits.noticeTimeout)

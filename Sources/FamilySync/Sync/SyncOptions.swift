@@ -10,7 +10,7 @@ public struct SyncFaults: OptionSet, Sendable {
     public static let skipPhotoReplies = SyncFaults(rawValue: 1)
     /// Say protocol version 1 in HELLO and JOIN, as a device with an older
     /// family-sync does: the peer must refuse, naming both versions.
-    public static let speakVersion1 = SyncFaults(rawValue: 2)
+    public static let speakPreviousVersion = SyncFaults(rawValue: 2)
 }
 
 /// How one session behaves.

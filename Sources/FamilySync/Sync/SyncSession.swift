@@ -178,7 +178,7 @@ final class SyncSession {
     private func exchangeHellos() throws {
         let myClock = clock.now()
         let (myRecv, mySent) = (try store.receivedCursor(from: peer.device), try store.sentCursor(to: peer.device))
-        let hello = HelloMessage(version: options.faults.contains(.speakVersion1) ? 1 : Int64(SyncProtocol.version), device: me, family: family.id, role: family.role, clock: myClock,
+        let hello = HelloMessage(version: options.faults.contains(.speakPreviousVersion) ? Int64(SyncProtocol.version - 1) : Int64(SyncProtocol.version), device: me, family: family.id, role: family.role, clock: myClock,
                                  epoch: try store.familyEpoch, after: myRecv, sent: mySent, changes: try store.currentChangeSeq)
         channel.send(.hello, json: hello.json)
         let f = try nextFrame(expecting: "HELLO")
@@ -236,7 +236,7 @@ final class SyncSession {
         emit("hello", [("peer", .string(h.device)), ("peerName", .optional(summary.peerName)), ("role", .string(h.role.rawValue)), ("clockSkewMs", .int(summary.clockSkewMilliseconds)),
                        ("full", .bool(sendAfter == 0)), ("continuous", .bool(continuous)), ("recordsExpected", expected)])
         if summary.clockSkewReported {
-            emit("clock-skew", [("ms", .int(summary.clockSkewMilliseconds))])
+            emit("clock-skew", [("ms", .int(summary.clockSkewMilliseconds)), ("peerRole", .string(h.role.rawValue)), ("role", .string(family.role.rawValue))])
         }
 
         // FAMILY: roster, revocations, the newest proof; the family key for a member that is behind.

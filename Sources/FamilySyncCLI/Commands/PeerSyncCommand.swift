@@ -17,8 +17,8 @@ public enum PeerSyncCommand {
     /// Fault injection for tests only: hidden from help, man page and completions.
     static let faultSkipPhotoReplies = OptionSpec.flag("fault-inject-skip-photo-replies",
         help: "Fault injection for tests: drop photo requests without any reply.", hidden: true)
-    static let faultVersion1 = OptionSpec.flag("fault-inject-protocol-version-1",
-        help: "Fault injection for tests: speak protocol version 1 in HELLO and JOIN.", hidden: true)
+    static let faultPreviousProtocol = OptionSpec.flag("fault-inject-previous-protocol",
+        help: "Fault injection for tests: speak the previous protocol version in HELLO and JOIN.", hidden: true)
 
     static let serve = CommandSpec(
         name: "serve",
@@ -42,7 +42,7 @@ public enum PeerSyncCommand {
                              default: "0.0.0.0:\(SyncLimits.defaultPort)"),
                   .flag("once", help: "Exit after the first session (not after a refusal or a busy reply), with that session's status."),
                   .flag("no-advertise", help: "Do not announce this device with DNS-SD on the local network (it is never announced when listening on loopback)."),
-                  waveTimeout, events, root, CommonOptions.now, CommonOptions.quiet, faultSkipPhotoReplies, faultVersion1],
+                  waveTimeout, events, root, CommonOptions.now, CommonOptions.quiet, faultSkipPhotoReplies, faultPreviousProtocol],
         examples: [Example("Serve the owner's device on the default port:", "peer-sync serve --db owner.db")]
     )
 
@@ -66,7 +66,7 @@ public enum PeerSyncCommand {
         options: [CommonOptions.db,
                   OptionSpec("connect", valueName: "HOST:PORT", help: "Where the owner's device listens, when the offer carries no address or another one is right."),
                   OptionSpec("name", valueName: "NAME", help: "What to call this device (\"Anna's phone\"), at most \(DeviceName.maxBytes) bytes, no control characters. The owner keeps it and shows it to the family; only the owner can rename it later (peer-sync rename)."),
-                  wait, waveTimeout, events, root, CommonOptions.now, CommonOptions.quiet, faultVersion1],
+                  wait, waveTimeout, events, root, CommonOptions.now, CommonOptions.quiet, faultPreviousProtocol],
         arguments: [ArgumentSpec("OFFER", help: "A file holding the offer (JSON or text), or - for standard input.", default: "-")],
         examples: [Example("Scan the owner's QR code and join:", "pair-scan pair.png | peer-sync join --db kid.db --name \"Anna's phone\"")]
     )
@@ -82,7 +82,7 @@ public enum PeerSyncCommand {
         with backoff until --wait runs out (then status 75). Nobody listening \
         is status 69, never a silent hang.
         """,
-        options: [CommonOptions.db, wait, waveTimeout, events, root, CommonOptions.now, CommonOptions.quiet, faultSkipPhotoReplies, faultVersion1],
+        options: [CommonOptions.db, wait, waveTimeout, events, root, CommonOptions.now, CommonOptions.quiet, faultSkipPhotoReplies, faultPreviousProtocol],
         arguments: [ArgumentSpec("HOST:PORT", help: "The peer's address.", default: "the known peers in turn", completion: .none)],
         examples: [Example("Sync now with the owner's device:", "peer-sync connect --db kid.db owner.local:7433"),
                    Example("Sync with whichever known peer answers:", "peer-sync connect --db kid.db")]
@@ -244,7 +244,7 @@ public enum PeerSyncCommand {
         let a = ctx.args
         var faults: SyncFaults = []
         if a.declares(Option.faultInjectSkipPhotoReplies) && a.flag(Option.faultInjectSkipPhotoReplies) { faults.insert(.skipPhotoReplies) }
-        if a.declares(Option.faultInjectProtocolVersion1) && a.flag(Option.faultInjectProtocolVersion1) { faults.insert(.speakVersion1) }
+        if a.declares(Option.faultInjectPreviousProtocol) && a.flag(Option.faultInjectPreviousProtocol) { faults.insert(.speakPreviousVersion) }
         let wave = a.declares(Option.waveTimeout) ? try a.timeSpan(Option.waveTimeout, default: SyncLimits.defaultWaveTimeout) : SyncLimits.defaultWaveTimeout
         return SyncOptions(waveTimeout: wave, faults: faults)
     }
@@ -280,11 +280,21 @@ public enum PeerSyncCommand {
             switch e.name {
             case "clock-skew":
                 let ms = e.fields.first { $0.0 == "ms" }?.1.int64Value ?? 0
+                let peerRole = e.fields.first { $0.0 == "peerRole" }?.1.stringValue
+                let ownRole = e.fields.first { $0.0 == "role" }?.1.stringValue
                 ctx.endProgress()
-                // Whichever side's clock is later, its versions past the other's clock + 5 minutes are pulled back to that on both.
-                ctx.warn("the peer's clock is \(describe(ms: abs(ms))) \(ms > 0 ? "ahead of" : "behind") this device's; "
-                         + (ms > 0 ? "its" : "this device's") + " versions later than " + (ms > 0 ? "this device's" : "the peer's")
-                         + " clock + 5 minutes are pulled back to that on both devices")
+                // The owner's clock is the family's (docs/design.md §3): say what that means for whoever is off.
+                let off = "\(describe(ms: abs(ms))) \(ms > 0 ? "ahead of" : "behind")"
+                if peerRole == "owner" {
+                    ctx.warn("the owner's clock is \(off) this device's; this device stamps its edits by the owner's clock, "
+                             + "and its versions later than that clock + 5 minutes are pulled back to it")
+                } else if ownRole == "owner" {
+                    ctx.warn("this member's clock is \(off) this device's (the owner's); it stamps its edits by the owner's clock "
+                             + "once it has synced, and its versions later than this clock + 5 minutes are pulled back to it")
+                } else {
+                    ctx.warn("the peer's clock is \(off) this device's; each stamps its edits by the owner's clock as last measured, "
+                             + "and takes nothing later than that + 5 minutes")
+                }
             case "proof" where e.fields.first(where: { $0.0 == "state" })?.1.stringValue == "rejected":
                 func field(_ k: String) -> String { e.fields.first { $0.0 == k }?.1.stringValue ?? "" }
                 ctx.endProgress()
@@ -388,8 +398,10 @@ public enum PeerSyncCommand {
         }
         text = String(decoding: bytes, as: UTF8.self)
         let offer = try OfferInput.parse(text, source: source == "-" ? "<stdin>" : source)
+        // The owner judges the expiry where the offer is redeemed (docs/protocol.md §9):
+        // this device's clock may be the wrong one. It only says what it sees.
         if offer.expiresAt <= ctx.now {
-            throw ToolError(.noPermission, "offer expired at \(offer.expiresAt.rfc3339); ask the owner for a new one")
+            ctx.warn("the offer's expiry (\(offer.expiresAt.rfc3339)) has passed by this device's clock (\(ctx.now.rfc3339)); trying anyway, the owner's device decides")
         }
         // An address given with --connect is taken as it is; the offer's own
         // (or none) is tried while the owner's service is browsed for.
@@ -609,7 +621,7 @@ extension PeerSyncCommand {
         case deviceIDs = "device-ids"
         case name
         case events
-        case faultInjectProtocolVersion1 = "fault-inject-protocol-version-1"
+        case faultInjectPreviousProtocol = "fault-inject-previous-protocol"
         case faultInjectSkipPhotoReplies = "fault-inject-skip-photo-replies"
         case listen
         case now

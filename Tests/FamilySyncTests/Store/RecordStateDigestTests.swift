@@ -81,7 +81,10 @@ import Testing
         defer { try? FileManager.default.removeItem(atPath: dir) }
         _ = try RT.apply(store, (0..<50).map { RT.line("r-\($0)", "2026-11-30T10:00:00.000Z", "D1") }.joined(separator: "\n"))
         let expected = try store.recomputedRecordStateDigest()
-        try store.db.execute("UPDATE meta SET value = '\(String(repeating: "f", count: 64))' WHERE key = 'record_digest'; PRAGMA user_version = 2")
+        try store.db.execute("""
+            UPDATE meta SET value = '\(String(repeating: "f", count: 64))' WHERE key = 'record_digest';
+            ALTER TABLE records DROP COLUMN prev_at; DROP TABLE purge_batches; DROP TABLE seq_clock; PRAGMA user_version = 2
+            """)
         let reopened = try Store(path: store.path)
         #expect(try reopened.db.scalarInt("PRAGMA user_version") == Int64(Schema.currentVersion))
         #expect(try reopened.recordStateDigest() == expected)

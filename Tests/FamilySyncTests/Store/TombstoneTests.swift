@@ -8,14 +8,17 @@ import Testing
     static let now = RT.t("2026-12-01T00:00:00Z")
     static let old = "2026-06-01T00:00:00.000Z", young = "2026-11-01T00:00:00.000Z"
 
-    /// A store holding `old` tombstones t0…, `young` ones y0… and live records l0….
+    /// A store holding `old` tombstones t0… and live records l0…, received at
+    /// `old`, and `young` tombstones y0… received at `young` (a tombstone's age
+    /// is how long this store has held it, HeldSince.swift).
     static func seeded(old: Int, young: Int, live: Int) throws -> (Store, String) {
         let (store, dir) = try RT.store()
         var lines: [String] = []
         for i in 0..<old { lines.append(RT.line("t\(i)", Self.old, "D1", deleted: true)) }
-        for i in 0..<young { lines.append(RT.line("y\(i)", Self.young, "D1", deleted: true)) }
         for i in 0..<live { lines.append(RT.line("l\(i)", Self.old, "D1")) }
-        _ = try RT.apply(store, lines.joined(separator: "\n"))
+        if !lines.isEmpty { _ = try RT.apply(store, lines.joined(separator: "\n"), now: Self.old) }
+        let youngLines = (0..<young).map { RT.line("y\($0)", Self.young, "D1", deleted: true) }
+        if !youngLines.isEmpty { _ = try RT.apply(store, youngLines.joined(separator: "\n"), now: Self.young) }
         return (store, dir)
     }
 
@@ -111,6 +114,65 @@ import Testing
         #expect(r.transactions >= 3)  // batches start at gcBatchStart rows
         #expect(try store.integrityCheck() == "ok")
         #expect(try store.recordCounts() == (10, 0))
+    }
+
+    /// The horizon counts from when this store got a tombstone, not from the
+    /// time its author's clock stamped on it: a delete dated a year ago that
+    /// arrived yesterday is young here.
+    @Test func aTombstoneAgesFromWhenThisStoreGotIt() throws {
+        let (store, dir) = try RT.store()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        _ = try RT.apply(store, RT.line("late", "2025-11-01T00:00:00.000Z", "SLOW", deleted: true), now: "2026-11-30T00:00:00Z")
+        let r = try store.collectGarbage(now: Self.now)
+        #expect(r.purged == 0 && r.keptYoung == 1)
+        // 90 days after it arrived, it goes, and a record of its purge stays.
+        let later = try store.collectGarbage(now: RT.t("2027-03-01T00:00:00Z"))
+        #expect(later.purged == 1)
+        #expect(try store.purgeRecordCount() == 1)
+    }
+
+    /// A clock set back never makes a tombstone look older than it is: marks
+    /// never go back in time, and a purge needs a mark from before the horizon.
+    @Test func aClockSetBackCannotAgeATombstone() throws {
+        let (store, dir) = try RT.store()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        _ = try RT.apply(store, RT.line("a", "2026-11-01T00:00:00.000Z", "D1"), now: "2026-11-30T00:00:00Z")
+        // The clock jumps back a year; a delete arrives; the clock comes back.
+        _ = try RT.apply(store, RT.line("a", "2026-11-30T01:00:00.000Z", "D1", deleted: true), now: "2025-11-30T02:00:00Z")
+        #expect(try store.collectGarbage(now: Self.now).purged == 0)
+        #expect(try store.collectGarbage(now: RT.t("2027-02-27T00:00:00Z")).purged == 1)
+    }
+
+    /// A purge keeps a record of what it purged: an old copy of the record, from
+    /// any source, is not taken back, while a version made after the delete is.
+    @Test func aPurgedRecordStaysPurgedButAnEditAfterTheDeleteIsTaken() throws {
+        let (store, dir) = try Self.seeded(old: 1, young: 0, live: 0)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        #expect(try store.collectGarbage(now: Self.now).purged == 1)
+        let stale = try RT.apply(store, RT.line("t0", "2026-05-01T00:00:00.000Z", "D2"), now: "2026-12-01T00:00:00Z")
+        #expect(stale.purged == 1 && stale.applied == 0)
+        let sameDelete = try RT.apply(store, RT.line("t0", Self.old, "D1", deleted: true), now: "2026-12-01T00:00:00Z")
+        #expect(sameDelete.purged == 1)
+        let newer = try RT.apply(store, RT.line("t0", "2026-06-02T00:00:00.000Z", "D2"), now: "2026-12-01T00:00:00Z")
+        #expect(newer.applied == 1)
+        // Another id made meanwhile, however old its time, was never purged.
+        let other = try RT.apply(store, RT.line("made-while-away", "2026-01-01T00:00:00.000Z", "D3"), now: "2026-12-01T00:00:00Z")
+        #expect(other.applied == 1)
+    }
+
+    /// A member never purges a tombstone by itself: only the owner's purge records make it forget.
+    @Test func aMemberPurgesNothingByItself() throws {
+        let (store, dir) = try Self.seeded(old: 3, young: 0, live: 0)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        try store.db.run("INSERT INTO meta (key, value) VALUES ('acked_by_all', '1000')")
+        try store.write { try store.joinFamily(id: "11111111-2222-4333-8444-555555555555", ownerDevice: "99999999-2222-4333-8444-555555555555", secret: try SecretBytes.random(count: 32), now: Self.now) }
+        #expect(try store.collectGarbage(now: Self.now).purged == 0)
+        #expect(try Self.tombstones(store) == 3)
+        let batch = PurgeEntry.encode([PurgeEntry(idHash: PurgeEntry.hash("t1"), deletedAt: RT.t(Self.old).milliseconds)])
+        #expect(try batch.withUnsafeBytes { b in try store.write { try store.applyPurgeBatch(b) } } == 1)
+        #expect(try Self.tombstones(store) == 2)
+        // The same batch again changes nothing.
+        #expect(try batch.withUnsafeBytes { b in try store.write { try store.applyPurgeBatch(b) } } == 0)
     }
 
     @Test func photosAndOffers() throws {
