@@ -24,7 +24,7 @@ import Testing
         #expect(s.clamped == 1)
         #expect(s.resurrected == 1)
         #expect(s.deleted == 1)
-        #expect(s.json.serialized == #"{"received":7,"applied":5,"keptLocal":1,"unchanged":1,"clamped":1,"resurrected":1,"deleted":1}"#)
+        #expect(s.json.serialized == #"{"received":7,"applied":5,"keptLocal":1,"unchanged":1,"clamped":1,"resurrected":1,"deleted":1,"purged":0}"#)
         // The clamped version is stored clamped.
         #expect(try RT.export(store).contains(RT.line("future", "2026-12-01T00:05:00.000Z", "D3")))
     }
