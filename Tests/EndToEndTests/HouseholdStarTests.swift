@@ -84,6 +84,20 @@ final class Star {
 
     var all: [String] { [owner] + members }
 
+    /// The owner's collection purges `expected` tombstones; a member's purges
+    /// none by itself (docs/protocol.md §4.5) and drops them when the owner's
+    /// purge records reach it, in a round of syncs the same day.
+    func purgeAtOwner(day d: Int, expected: Int) throws {
+        let r = try gc(owner, day: d)
+        #expect(r.int("purged") == expected, "owner: \(r.serialized)")
+        for m in members { #expect(try gc(m, day: d).int("purged") == 0, "a member purged by itself") }
+        for m in members {
+            let s = try sync(m, day: d)
+            #expect(s.status == 0, "\(s.err)")
+            #expect(s.json?.int("records", "purged") == expected, "\(m): \(s.out)")
+        }
+    }
+
     static func has(_ store: String, _ id: String) throws -> Bool {
         try Store(path: store).db.scalarInt("SELECT count(*) FROM records WHERE id = ?", [.text(id)]) == 1
     }
@@ -114,12 +128,9 @@ final class Star {
         for s in h.all { #expect(try Star.has(s, "r-1") && !Star.isLive(s, "r-1")) }
         // Not before the horizon.
         for s in h.all { #expect(try h.gc(s, day: 90).int("purged") == 0) }
-        // At +91 days it purges on every store, members included.
-        for s in h.all {
-            let r = try h.gc(s, day: 92)
-            #expect(r.int("purged") == 1, "\(s): \(r.serialized)")
-            #expect(try !Star.has(s, "r-1"))
-        }
+        // At +91 days the owner purges it, and every member drops it at its next sync.
+        try h.purgeAtOwner(day: 92, expected: 1)
+        for s in h.all { #expect(try !Star.has(s, "r-1")) }
 
         // Another delete while C is away: it is held back everywhere, by C.
         try h.edit(b, day: 100, ["{\"id\":\"r-2\",\"type\":\"receipt\",\"deleted\":true}"])
@@ -131,13 +142,10 @@ final class Star {
             #expect(Star.heldBackBy(r).contains(cID), "\(s == h.owner ? "owner" : s == a ? "A" : "B") names C as holding back: \(r.serialized)")
             #expect(try Star.has(s, "r-2"))
         }
-        // C comes back and syncs; after a round every store purges it.
+        // C comes back and syncs; the owner purges it, and every member drops it.
         try h.rounds(2, day: 196)
-        for s in h.all {
-            let r = try h.gc(s, day: 196)
-            #expect(r.int("purged") == 1, "\(s): \(r.serialized)")
-            #expect(Star.heldBackBy(r).isEmpty)
-        }
+        try h.purgeAtOwner(day: 196, expected: 1)
+        for s in h.all { #expect(Star.heldBackBy(try h.gc(s, day: 196)).isEmpty) }
         try h.rounds(1, day: 197)
         let digests = try h.all.map { try Household.digest($0) }
         #expect(Set(digests).count == 1, "every store holds the same records")
@@ -159,7 +167,7 @@ final class Star {
         try h.edit(b, day: 1, ["{\"id\":\"r-3\",\"type\":\"receipt\",\"deleted\":true}"])
         // A syncs before B in each round: A learns that everyone has it on its third contact.
         try h.rounds(3, day: 1)
-        for s in h.all { #expect(try h.gc(s, day: 92).int("purged") == 1) }
+        try h.purgeAtOwner(day: 92, expected: 1)
         // A's store is restored from the old copy, which still has r-3 live; then A edits.
         for suffix in ["", "-wal", "-shm"] { unlink(a + suffix) }
         try FileManager.default.copyItem(atPath: copy, toPath: a)
@@ -177,10 +185,10 @@ final class Star {
         #expect(Set(try h.all.map { try Household.digest($0) }).count == 1)
     }
 
-    /// Member to member, the purge floor rules are the same as with the owner
-    /// (docs/protocol.md §4.5): a member restored from an old copy that syncs
-    /// with another member before the owner brings nothing back, and its new
-    /// edits are kept.
+    /// Member to member, purges hold as with the owner (docs/protocol.md
+    /// §4.5): a member restored from an old copy that syncs with another
+    /// member before the owner brings nothing back (the other member keeps the
+    /// owner's signed purge records and passes them on), and its new edits are kept.
     @Test func aRestoredMemberSyncingWithAnotherMemberFirstBringsNothingBack() throws {
         let h = try Star(members: 2)
         defer { h.stop() }
@@ -191,7 +199,7 @@ final class Star {
         #expect(try Tools.run("merge-records", ["--db", a, "--backup", copy]).status == 0)
         try h.edit(b, day: 1, ["{\"id\":\"r-3\",\"type\":\"receipt\",\"deleted\":true}"])
         try h.rounds(3, day: 1)
-        for s in h.all { #expect(try h.gc(s, day: 92).int("purged") == 1) }
+        try h.purgeAtOwner(day: 92, expected: 1)
         for suffix in ["", "-wal", "-shm"] { unlink(a + suffix) }
         try FileManager.default.copyItem(atPath: copy, toPath: a)
         #expect(try Star.isLive(a, "r-3"))
@@ -233,7 +241,7 @@ final class Star {
         h.members = [a, b]
         try h.edit(b, day: 1, ["{\"id\":\"r-3\",\"type\":\"receipt\",\"deleted\":true}"])
         try h.rounds(3, day: 1)
-        for s in [h.owner, a, b] { #expect(try h.gc(s, day: 92).int("purged") == 1, "\(s)") }
+        try h.purgeAtOwner(day: 92, expected: 1)
         let memberVersions = try [a, b].map { try Star.rosterVersion($0) }
         let memberEpoch = try Store(path: a).familyEpoch
 

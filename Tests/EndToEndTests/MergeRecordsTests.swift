@@ -150,7 +150,7 @@ import FamilySync
         let first = try Tools.run("merge-records", ["--db", db, "--now", Self.now, "-"],
                                   input: Self.lines([Self.line("b", Self.a, "D1"), Self.line("a", Self.a, "D1"), Self.line("c", Self.a, "D1")]))
         #expect(first.status == 0)
-        #expect(first.out == #"{"received":3,"applied":3,"keptLocal":0,"unchanged":0,"clamped":0,"resurrected":0,"deleted":0}"# + "\n")
+        #expect(first.out == #"{"received":3,"applied":3,"keptLocal":0,"unchanged":0,"clamped":0,"resurrected":0,"deleted":0,"purged":0}"# + "\n")
         let cursor = tmp.file("cursor")
         let all = try Tools.run("merge-records", ["--db", db, "--export", "--cursor", cursor])
         #expect(all.lines.count == 3)
@@ -158,7 +158,7 @@ import FamilySync
         let second = try Tools.run("merge-records", ["--db", db, "--now", Self.now, "--explain"],
                                    input: Self.lines([Self.line("a", Self.b, "D2", deleted: true), Self.line("c", Self.a, "D1"),
                                                       Self.line("b", "2020-01-01T00:00:00Z", "D9")]))
-        #expect(second.out == #"{"received":3,"applied":1,"keptLocal":1,"unchanged":1,"clamped":0,"resurrected":0,"deleted":1}"# + "\n")
+        #expect(second.out == #"{"received":3,"applied":1,"keptLocal":1,"unchanged":1,"clamped":0,"resurrected":0,"deleted":1,"purged":0}"# + "\n")
         #expect(second.err.contains(#"{"line":1,"id":"a","rule":"later-wins","winner":"incoming","clamped":false}"#))
         #expect(second.err.contains(#"{"line":2,"id":"c","rule":"same-version","winner":"held","clamped":false}"#))
         // Full export: sorted by id, tombstones included.

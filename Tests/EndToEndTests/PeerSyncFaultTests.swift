@@ -220,10 +220,11 @@ import FamilySync
         #expect(r.status == 77)
         #expect(r.err.contains("offer expired"))
         #expect(try Store(path: third).family() == nil)
-        // ...and judged locally, before any connection.
+        // ...and with this device's clock agreeing: it only says so, and the owner refuses.
         r = try Household.join(third, server: server, offer: short)
         #expect(r.status == 77)
-        #expect(r.err.contains("offer expired at"))
+        #expect(r.err.contains("has passed by this device's clock"), "\(r.err)")
+        #expect(r.err.contains("offer expired"))
 
         // Unknown nonce: a well-formed offer the owner never made.
         let fam = try #require(try Store(path: owner).family())
@@ -346,7 +347,7 @@ import FamilySync
         let me = try Household.device(member)
         let key = try SessionKeys.devicePSK(deviceKey: try #require(try Store(path: member).ownDeviceKey()), family: fam.id, client: me, server: fam.ownerDevice)
         let identity = SessionIdentity.sync(family: fam.id, client: me, server: fam.ownerDevice, epoch: 0).bytes
-        let hello = "{\"protocol\":2,\"device\":\"\(me)\",\"family\":\"\(fam.id)\",\"role\":\"member\",\"clock\":\"\(Timestamp.current().rfc3339)\",\"epoch\":0,\"after\":0,\"sent\":0}"
+        let hello = "{\"protocol\":3,\"device\":\"\(me)\",\"family\":\"\(fam.id)\",\"role\":\"member\",\"clock\":\"\(Timestamp.current().rfc3339)\",\"epoch\":0,\"after\":0,\"sent\":0}"
         let family = "{\"owner\":\"\(fam.ownerDevice)\",\"epoch\":0,\"maxDevices\":4,\"devices\":[],\"proof\":null}"
         func frame(_ t: UInt8, _ p: [UInt8]) -> [UInt8] {
             let n = UInt32(p.count)
@@ -359,7 +360,7 @@ import FamilySync
             ("truncated", Array(frame(0x01, Array(hello.utf8)).prefix(20))),
             ("not-json", frame(0x01, Array("{not json".utf8))),
             ("records-first", frame(0x10, Array("{}\n".utf8))),
-            ("bad-hello-field", frame(0x01, Array(hello.replacingOccurrences(of: "\"protocol\":2", with: "\"protocol\":\"one\"").utf8))),
+            ("bad-hello-field", frame(0x01, Array(hello.replacingOccurrences(of: "\"protocol\":3", with: "\"protocol\":\"one\"").utf8))),
             ("bad-record", opening + frame(0x10, Array("{\"id\":\"x\",\"type\":\"t\",\"modifiedAt\":\"never\",\"deviceId\":\"d\",\"deleted\":false}\n".utf8))),
             ("unrequested-photo", opening + frame(0x21, [UInt8](repeating: 7, count: 48))),
             ("random", try secureRandomBytes(4000)),

@@ -7,14 +7,19 @@ import FamilySync
 @Suite struct TombstoneGCTests {
     static let now = "2026-12-01T00:00:00Z"
 
-    /// A store with `old` tombstones deleted in June, `young` ones in November, and `live` records.
+    /// A store with `old` tombstones deleted in June and `live` records, both
+    /// received then, and `young` tombstones deleted and received in November
+    /// (a tombstone's age is how long this store has held it).
     static func seed(_ db: String, old: Int, young: Int, live: Int) throws {
         var text = ""
         for i in 0..<old { text += #"{"id":"t\#(i)","type":"receipt","modifiedAt":"2026-06-01T00:00:00.000Z","deviceId":"D","deleted":true}"# + "\n" }
-        for i in 0..<young { text += #"{"id":"y\#(i)","type":"receipt","modifiedAt":"2026-11-01T00:00:00.000Z","deviceId":"D","deleted":true}"# + "\n" }
         for i in 0..<live { text += #"{"id":"l\#(i)","type":"receipt","modifiedAt":"2026-06-01T00:00:00.000Z","deviceId":"D","deleted":false}"# + "\n" }
-        let r = try Tools.run("merge-records", ["--db", db, "--now", Self.now], input: text)
+        let r = try Tools.run("merge-records", ["--db", db, "--now", "2026-06-01T00:00:00Z"], input: text)
         #expect(r.status == 0)
+        var late = ""
+        for i in 0..<young { late += #"{"id":"y\#(i)","type":"receipt","modifiedAt":"2026-11-01T00:00:00.000Z","deviceId":"D","deleted":true}"# + "\n" }
+        let y = try Tools.run("merge-records", ["--db", db, "--now", "2026-11-01T00:00:00Z"], input: late)
+        #expect(y.status == 0)
     }
 
     static func export(_ db: String) throws -> String { try Tools.run("merge-records", ["--db", db, "--export"]).out }
@@ -63,6 +68,24 @@ import FamilySync
         let r = try Tools.run("tombstone-gc", ["--db", db, "--now", Self.now])
         #expect(r.status == 0)
         #expect(r.out == #"{"purged":2,"keptYoung":0,"keptUnacknowledged":1,"heldBackBy":[{"deviceId":"PHONE","role":"member","name":"Kid's phone","sentSeq":2,"lastSyncedAt":"2026-11-29T08:00:00.000Z","tombstones":1}],"oldestKept":"2026-06-01T00:00:00.000Z","offersCleared":0,"photosPurged":0,"photoBytesFreed":0,"dryRun":false}"# + "\n")
+    }
+
+    /// The horizon counts from when this store got a delete: one stamped a
+    /// year ago by a slow clock, received a day ago, is young here.
+    @Test func aDeleteFromASlowClockIsYoungWhereItArrived() throws {
+        let tmp = TempDir()
+        let db = tmp.file("s.db")
+        let line = #"{"id":"slow","type":"receipt","modifiedAt":"2025-11-01T00:00:00.000Z","deviceId":"SLOW","deleted":true}"# + "\n"
+        #expect(try Tools.run("merge-records", ["--db", db, "--now", "2026-11-30T00:00:00Z"], input: line).status == 0)
+        let r = try Tools.run("tombstone-gc", ["--db", db, "--now", Self.now])
+        #expect(r.out.hasPrefix(#"{"purged":0,"keptYoung":1,"#), "\(r.out)")
+        let later = try Tools.run("tombstone-gc", ["--db", db, "--now", "2027-03-02T00:00:00Z"])
+        #expect(later.out.hasPrefix(#"{"purged":1,"#), "\(later.out)")
+        // Its purge record keeps an old copy out.
+        let back = try Tools.run("merge-records", ["--db", db, "--now", "2027-03-02T00:00:00Z"],
+                                 input: #"{"id":"slow","type":"receipt","modifiedAt":"2025-10-01T00:00:00.000Z","deviceId":"X","deleted":false}"# + "\n")
+        #expect(back.out.contains(#""purged":1"#), "\(back.out)")
+        #expect(try Self.export(db).isEmpty)
     }
 
     @Test func usageAndMissingStore() throws {

@@ -115,6 +115,7 @@ package enum CoreFuzzEntries {
         case .purged:
             guard let store = scratchStore else { return }
             _ = try? f.payload.withUnsafeBytes { b in try store.write { try store.applyPurgeBatch(b) } }
+            if let fam = try? store.family() { _ = try? f.payload.withUnsafeBytes { b in try store.write { try store.receivePurgePayload(b, family: fam) } } }
         case .photoRequest:
             guard let store = scratchStore else { return }
             _ = try? PhotoResponder(store: store, faults: []).enqueue(f)

@@ -9,10 +9,12 @@ import COpenSSL
 /// removes a record without a tombstone: not a time, not a peer's silence.
 ///
 /// Only the owner's device writes new purge records (its garbage collection,
-/// which alone can tell that every current device has heard of a delete); it
-/// sends them to each member in PURGED frames (owner sessions only), and a
-/// member drops what they name. So no member, and no revoked device, can make
-/// another store forget anything.
+/// which alone can tell that every current device has heard of a delete) and
+/// signs each batch with its roster key; a batch travels in PURGED frames and
+/// is taken only when the signature verifies under the roster key the receiver
+/// holds, so a member can pass the owner's batches on (to a restored owner, or
+/// another member) but no member, and no revoked device, can make another
+/// store forget anything the owner did not purge.
 public struct PurgeEntry: Equatable, Sendable {
     /// The first 8 bytes of SHA-256 of the id's UTF-8 bytes, big-endian.
     public var idHash: UInt64
@@ -126,25 +128,48 @@ extension Store {
     /// The largest batch of purge records: one PURGED frame's payload (1 MiB).
     public static let maxPurgeBatchEntries = 65_536
 
-    /// Keeps purge records (the owner's own purge, with the change number it
-    /// takes, or a batch the owner sent, with `seq` 0: members send none on).
-    /// A batch already held is kept once. Call inside `write`.
+    /// Keeps purge records under change number `seq` (0: not to be sent on
+    /// by number), with the owner's `signature` when known. A batch already
+    /// held is kept once. Returns whether it was new. Call inside `write`.
     @discardableResult
-    func addPurgeBatch(_ entries: [PurgeEntry], seq: Int64) throws -> Bool {
+    func addPurgeBatch(_ entries: [PurgeEntry], seq: Int64, signature: [UInt8]? = nil) throws -> Bool {
         guard !entries.isEmpty else { return false }
-        let bytes = PurgeEntry.encode(entries)
-        try db.run("INSERT INTO purge_batches (seq, digest, entries) VALUES (?, ?, ?) ON CONFLICT(digest) DO NOTHING",
-                   [.int(seq), .blob(SHA256.hash(bytes)), .blob(bytes)])
+        return try addPurgeBatch(encoded: PurgeEntry.encode(entries), seq: seq, signature: signature)
+    }
+
+    private func addPurgeBatch(encoded bytes: [UInt8], seq: Int64, signature: [UInt8]?) throws -> Bool {
+        try db.run("INSERT INTO purge_batches (seq, digest, entries, signature) VALUES (?, ?, ?, ?) ON CONFLICT(digest) DO NOTHING",
+                   [.int(seq), .blob(SHA256.hash(bytes)), .blob(bytes), signature.map { .blob($0) } ?? .null])
         return db.changes > 0
     }
 
-    /// The owner's purge batches with change numbers in (after, upTo], oldest first.
-    func purgeBatches(after: Int64, upTo: Int64) throws -> [[UInt8]] {
-        let s = try db.prepare("SELECT entries FROM purge_batches WHERE seq > ? AND seq <= ? ORDER BY seq")
-        try s.bind([.int(after), .int(upTo)])
-        defer { s.reset() }
+    /// The bytes the owner signs for a batch: a context string, the family, the entries.
+    static func purgeSigningMessage(family: String, entries: [UInt8]) -> [UInt8] {
+        Array("family-sync/3 purge".utf8) + [0] + Array(family.utf8) + [0] + entries
+    }
+
+    /// PURGED payloads (docs/protocol.md §7.4a): the signature, then the
+    /// entries. With `all`, every batch held (a side that sends everything);
+    /// else the batches numbered in (after, upTo] (the owner). The owner
+    /// signs, and keeps the signature of, a batch not yet signed; a batch
+    /// without a signature on another store is not sent. Call inside `write`.
+    func purgePayloads(after: Int64, upTo: Int64, all: Bool, family: FamilyInfo) throws -> [[UInt8]] {
+        let s = try db.prepare(all ? "SELECT id, entries, signature FROM purge_batches ORDER BY id"
+                                   : "SELECT id, entries, signature FROM purge_batches WHERE seq > ? AND seq <= ? ORDER BY seq")
+        if !all { try s.bind([.int(after), .int(upTo)]) }
+        var rows: [(id: Int64, entries: [UInt8], signature: [UInt8]?)] = []
+        while try s.step() { rows.append((s.int64(0), s.blob(1), s.isNull(2) ? nil : s.blob(2))) }
+        s.reset()
         var out: [[UInt8]] = []
-        while try s.step() { out.append(s.blob(0)) }
+        for var r in rows {
+            if r.signature == nil, family.role == .owner {
+                let sig = try signAsOwner(Store.purgeSigningMessage(family: family.id, entries: r.entries))
+                try db.run("UPDATE purge_batches SET signature = ? WHERE id = ?", [.blob(sig), .int(r.id)])
+                r.signature = sig
+            }
+            guard let sig = r.signature, sig.count == Ed25519.signatureBytes else { continue }
+            out.append(sig + r.entries)
+        }
         return out
     }
 
@@ -153,11 +178,41 @@ extension Store {
         Int(try db.scalarInt("SELECT coalesce(sum(length(entries)), 0) FROM purge_batches") ?? 0) / PurgeEntry.encodedBytes
     }
 
-    /// A member: the owner's purge batch `bytes` arrived. Keeps it, and drops
+    /// Why a PURGED payload was not taken.
+    enum PurgeBatchProblem: Error, Equatable {
+        case malformed
+        case badSignature
+    }
+
+    /// A PURGED payload arrived: the owner's signature over the entries must
+    /// verify under the roster key this store holds (its own, on the owner).
+    /// Keeps the batch and drops what it covers (`applyPurgeBatch`). Call inside `write`.
+    func receivePurgePayload(_ payload: UnsafeRawBufferPointer, family: FamilyInfo) throws -> Result<Int, PurgeBatchProblem> {
+        let n = Ed25519.signatureBytes
+        guard payload.count > n, (payload.count - n) % PurgeEntry.encodedBytes == 0 else { return .failure(.malformed) }
+        let signature = Array(payload[0..<n])
+        let entries = Array(payload[n...])
+        let key = family.role == .owner ? try ownerRosterPublicKey() : try ownerRosterKey
+        guard let key, Ed25519.verify(signature, message: Store.purgeSigningMessage(family: family.id, entries: entries), publicKey: key) else {
+            return .failure(.badSignature)
+        }
+        // The owner numbers a batch it takes back (it was restored from a copy) so its members are sent it.
+        let seq = family.role == .owner ? try currentChangeSeq + 1 : 0
+        let dropped = try entries.withUnsafeBytes { try applyPurgeBatch($0, seq: seq, signature: signature) }
+        if family.role == .owner, dropped != nil, try purgeBatchSeq(digest: SHA256.hash(entries)) == seq { try setMeta("change_seq", String(seq)) }
+        return dropped.map { .success($0) } ?? .failure(.malformed)
+    }
+
+    private func purgeBatchSeq(digest: [UInt8]) throws -> Int64? {
+        try db.scalarInt("SELECT seq FROM purge_batches WHERE digest = ?", [.blob(digest)])
+    }
+
+    /// Purge batch `bytes` (entries only) is to be kept: keeps it, and drops
     /// every record held that a purge in it covers (a purge, not an edit: no
-    /// change number is used). Returns how many records were dropped. Nil
-    /// when the bytes are not a whole number of entries. Call inside `write`.
-    func applyPurgeBatch(_ bytes: UnsafeRawBufferPointer) throws -> Int? {
+    /// change number is used). Returns how many records were dropped (0 for a
+    /// batch held already). Nil when the bytes are not a whole number of
+    /// entries. Call inside `write`.
+    func applyPurgeBatch(_ bytes: UnsafeRawBufferPointer, seq: Int64 = 0, signature: [UInt8]? = nil) throws -> Int? {
         guard let entries = PurgeEntry.decode(bytes) else { return nil }
         guard !entries.isEmpty else { return 0 }
         var latest: [UInt64: Int64] = [:]
@@ -168,7 +223,7 @@ extension Store {
             maxTime = max(maxTime, e.deletedAt)
         }
         // A batch held already has been applied already.
-        guard try addPurgeBatch(entries, seq: 0) else { return 0 }
+        guard try addPurgeBatch(entries, seq: seq, signature: signature) else { return 0 }
         let pick = try db.prepare("SELECT rid, id, modified_at, deleted, line FROM records WHERE modified_at <= ?")
         try pick.bind([.int(maxTime)])
         var gone: [Int64] = []

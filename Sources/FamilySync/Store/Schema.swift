@@ -119,8 +119,10 @@ enum Schema {
         // puts on this device's own versions never pulls an edit below it.
         // `purge_batches` are the records of purges (PurgeRecords.swift): the ids'
         // hashes and delete times, kept long after the tombstones are gone; `seq`
-        // is the owner's change number for the batch (how members are sent it),
-        // `digest` the SHA-256 of `entries` (a batch received twice is kept once).
+        // is this store's change number for the batch (how peers are sent it; 0 on
+        // a member, which passes batches on only when it sends everything),
+        // `digest` the SHA-256 of `entries` (a batch received twice is kept once),
+        // `signature` the owner's Ed25519 signature over them (NULL until signed).
         // `seq_clock` says when this store held its changes (HeldSince.swift): every
         // change numbered at most `seq` was here at this store's time `at`.
         """
@@ -129,7 +131,8 @@ enum Schema {
             id INTEGER PRIMARY KEY,
             seq INTEGER NOT NULL,
             digest BLOB NOT NULL UNIQUE,
-            entries BLOB NOT NULL
+            entries BLOB NOT NULL,
+            signature BLOB
         );
         CREATE INDEX purge_batches_by_seq ON purge_batches (seq);
         CREATE TABLE seq_clock (

@@ -110,6 +110,11 @@ extension Store {
         try Ed25519.publicKey(privateKey: try ownerRosterPrivateKey())
     }
 
+    /// Owner: signs `message` with the roster key (purge batches, PurgeRecords.swift). Call inside `write`.
+    func signAsOwner(_ message: [UInt8]) throws -> [UInt8] {
+        try Ed25519.sign(message, privateKey: try ownerRosterPrivateKey())
+    }
+
     private func ownerRosterPrivateKey() throws -> SecretBytes {
         if let k = try secret("roster_signing_key") { return k }
         let k = try Ed25519.generatePrivateKey()

@@ -78,8 +78,9 @@ final class SyncSession {
     private var peerRecordsEnded = false
     /// Change numbers our store used for the peer's records this session.
     private var seqsUsedForPeer: Int64 = 0
-    /// The owner: its purge records the member has not been sent (§4.5), in
-    /// (sendAfter, snapshot] as fixed at HELLO, sent before its records.
+    /// Purge records for the peer (§4.5), signed by the owner, sent before our
+    /// records: the owner's numbered in (sendAfter, snapshot] as fixed at
+    /// HELLO; a member's, all it holds, when it sends everything.
     private var purgesOut: [[UInt8]] = []
     /// A member: what the owner said every device acknowledged, kept once
     /// the session completes (by then this store holds what the owner held
@@ -221,7 +222,9 @@ final class SyncSession {
         if !continuous && family.role == .owner {
             try store.write { try store.forgetAcknowledgementPoints(member: peer.device) }
         }
-        if family.role == .owner { purgesOut = try store.purgeBatches(after: sendAfter, upTo: snapshot) }
+        if family.role == .owner || sendAfter == 0 {
+            purgesOut = try store.write { try store.purgePayloads(after: sendAfter, upTo: snapshot, all: family.role != .owner, family: family) }
+        }
         // A member holding a later family key than the owner's: the owner's
         // store went back in time (restored from a copy taken before a
         // revocation). The owner moves on to a fresh key above the member's,
@@ -409,7 +412,7 @@ final class SyncSession {
         while !purgesOut.isEmpty && channel.backlog < SyncLimits.outputHighWater {
             let batch = purgesOut.removeFirst()
             channel.send(.purged, batch)
-            summary.purgeRecordsSent += Int64(batch.count / PurgeEntry.encodedBytes)
+            summary.purgeRecordsSent += Int64((batch.count - Ed25519.signatureBytes) / PurgeEntry.encodedBytes)
         }
         // Our records: the set fixed at the peer's HELLO.
         while purgesOut.isEmpty && !recordsOutDone && channel.backlog < SyncLimits.outputHighWater {
@@ -512,14 +515,18 @@ final class SyncSession {
             peerRecordsEnded = true
             waves.recordsArrived()
         case .purged:
-            // Only the owner decides what the family forgets (§4.5).
-            guard family.role == .member, peer.device == family.ownerDevice else {
-                throw ProtocolError("PURGED from \(family.role == .owner ? "a member" : "a device that is not the owner"): only the owner's purges count")
-            }
+            // Only the owner decides what the family forgets (§4.5): its signature decides, whoever relays it.
             guard !peerRecordsEnded else { throw ProtocolError("PURGED after RECORDS-END") }
-            let n = try f.payload.withUnsafeBytes { b in try store.write { try store.applyPurgeBatch(b) } }
-            guard let n else { throw ProtocolError("PURGED payload of \(f.payload.count) bytes is not a whole number of \(PurgeEntry.encodedBytes)-byte entries") }
-            summary.purgeRecordsReceived += Int64(f.payload.count / PurgeEntry.encodedBytes)
+            let outcome = try f.payload.withUnsafeBytes { b in try store.write { try store.receivePurgePayload(b, family: family) } }
+            let n: Int
+            switch outcome {
+            case let .success(dropped): n = dropped
+            case .failure(.malformed):
+                throw ProtocolError("PURGED payload of \(f.payload.count) bytes is not a signature followed by whole \(PurgeEntry.encodedBytes)-byte entries")
+            case .failure(.badSignature):
+                throw ProtocolError("PURGED batch not signed by the family's owner (its roster key)")
+            }
+            summary.purgeRecordsReceived += Int64((f.payload.count - Ed25519.signatureBytes) / PurgeEntry.encodedBytes)
             summary.recordsPurged += Int64(n)
             if n > 0 { emit("purged", [("records", .int(Int64(n)))]) }
         case .photoRequest:
