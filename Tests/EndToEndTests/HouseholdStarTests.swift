@@ -89,12 +89,12 @@ final class Star {
     /// purge records reach it, in a round of syncs the same day.
     func purgeAtOwner(day d: Int, expected: Int) throws {
         let r = try gc(owner, day: d)
-        #expect(r.int("purged") == expected, "owner: \(r.serialized)")
+        #expect(r.int("purged") == Int64(expected), "owner: \(r.serialized)")
         for m in members { #expect(try gc(m, day: d).int("purged") == 0, "a member purged by itself") }
         for m in members {
             let s = try sync(m, day: d)
             #expect(s.status == 0, "\(s.err)")
-            #expect(s.json?.int("records", "purged") == expected, "\(m): \(s.out)")
+            #expect(s.json?.int("records", "purged") == Int64(expected), "\(m): \(s.out)")
         }
     }
 
