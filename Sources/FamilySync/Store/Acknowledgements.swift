@@ -9,13 +9,8 @@ import CSQLite
 /// owner's changes up to `own_seq`, everything that member had up to
 /// `peer_seq` has reached every current device; the owner tells the member
 /// so on each contact (FAMILY `acked`, in the member's own change numbers),
-/// and the member's garbage collection purges by it.
-///
-/// The purge floor is the latest delete time among the tombstones this store
-/// purged (or the floor of a peer that sent it everything it holds): a record
-/// older than the floor that the store does not hold was purged in the
-/// family, and is not brought back. Every side sends it on every contact
-/// (docs/protocol.md §4.5).
+/// and tombstone-gc on the member reports it (only the owner purges; what it
+/// purged reaches members as purge records, PurgeRecords.swift).
 extension Store {
     /// Owner: notes what a completed session with `member` established.
     /// Points that can no longer matter are dropped. Call inside `write`.
@@ -80,45 +75,6 @@ extension Store {
             guard let d = item["device"]?.stringValue else { return nil }
             return (d, item["lastSynced"]?.stringValue.flatMap(Timestamp.init(rfc3339:)))
         }
-    }
-
-    // MARK: The purge floor
-
-    /// The latest delete time among the tombstones this store purged, or nil
-    /// if it never purged one.
-    public var purgeFloor: Timestamp? {
-        get throws { try meta("purge_floor").flatMap { Int64($0) }.map(Timestamp.init(milliseconds:)) }
-    }
-
-    /// Raises the purge floor to `t` (never lowers it). Call inside `write`.
-    func raisePurgeFloor(to t: Timestamp) throws {
-        if let f = try purgeFloor, f >= t { return }
-        try setMeta("purge_floor", String(t.milliseconds))
-    }
-
-    /// After a peer sent every record it holds: drops this store's records
-    /// (live or not) from before the peer's purge floor whose ids the peer
-    /// did not send. The family purged them (a tombstone is purged only once
-    /// every current device heard of it); this store still had them because
-    /// it was restored from an old copy (the owner's too), or was away.
-    /// A purge, not an edit: no change number is used. Call inside `write`.
-    func dropRecordsPurgedElsewhere(floor: Timestamp, keeping ids: Set<String>) throws -> Int {
-        let pick = try db.prepare("SELECT rid, id, line FROM records WHERE modified_at <= ?")
-        try pick.bind([.int(floor.milliseconds)])
-        var gone: [Int64] = []
-        try adjustRecordDigest { digest, scratch in
-            while try pick.step() {
-                guard !ids.contains(pick.text(1)) else { continue }
-                gone.append(pick.int64(0))
-                pick.withBytes(1) { id in pick.withBytes(2) { digest.subtract(.init(id: id, line: $0, scratch: scratch)) } }
-            }
-        }
-        pick.reset()
-        for rid in gone {
-            try db.run("DELETE FROM record_photos WHERE record = ?", [.int(rid)])
-            try db.run("DELETE FROM records WHERE rid = ?", [.int(rid)])
-        }
-        return gone.count
     }
 
     /// How far of this store's changes `peer` acknowledged (its last DONE `upTo`).

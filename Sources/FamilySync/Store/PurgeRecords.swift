@@ -80,19 +80,14 @@ public struct PurgeEntry: Equatable, Sendable {
 }
 
 /// What a store knows was purged, for judging incoming versions of ids it
-/// does not hold: its purge records, looked up by hash, and the time floor a
-/// store kept from protocol revision 2 (which purged without naming ids), frozen.
+/// does not hold: its purge records, looked up by hash.
 final class PurgeEvidence {
     private var hashes: [UInt64] = []
     private var times: [Int64] = []
-    /// Revision 2's floor: versions at or before it of ids not held were
-    /// purged there. Never raised again, never sent.
-    let legacyFloor: Int64?
 
-    var isEmpty: Bool { hashes.isEmpty && legacyFloor == nil }
+    var isEmpty: Bool { hashes.isEmpty }
 
     init(store: Store) throws {
-        legacyFloor = try store.meta("purge_floor").flatMap { Int64($0) }
         var all: [PurgeEntry] = []
         let s = try store.db.prepare("SELECT entries FROM purge_batches")
         defer { s.reset() }
@@ -111,7 +106,6 @@ final class PurgeEvidence {
 
     /// Whether a version of an id not held, at `time`, was purged here.
     func purged(_ id: UnsafeRawBufferPointer, time: Int64, deleted: Bool) -> Bool {
-        if let f = legacyFloor, time <= f { return true }
         guard !hashes.isEmpty else { return false }
         let h = PurgeEntry.hash(id)
         var lo = 0, hi = hashes.count

@@ -169,9 +169,12 @@ public final class Store {
             if v < Schema.keptDigestVersion { try setStoredRecordDigest(try computeRecordDigest()) }
             if v > 0 && v < Schema.evidenceVersion {
                 // Tombstones held until now came with no time of holding: their delete
-                // times still judge their age (Tombstones.swift). The purge floor
-                // revision 2 kept stays as it is, never raised again (PurgeRecords.swift).
+                // times still judge their age (Tombstones.swift). Revision 2's purge
+                // floor goes: a time cannot tell a purged record from one made while a
+                // device was away, and a record that comes back can be deleted again,
+                // while one refused is lost (docs/design.md §4).
                 try setMeta("evidence_since_seq", try meta("change_seq") ?? "0")
+                try setMeta("purge_floor", nil)
             }
             if v == 0 {
                 try db.run("INSERT INTO meta (key, value) VALUES ('device_id', ?), ('created_at', ?), ('change_seq', '0')",

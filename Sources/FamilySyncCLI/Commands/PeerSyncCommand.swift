@@ -189,10 +189,12 @@ public enum PeerSyncCommand {
             ("Summary", """
             Each session prints one JSON object on standard output: peer (the \
             other device's ID), peerName (its name, or null), address, side (client or server), joined, \
-            records {sent, received, applied, clamped: sent with modifiedAt \
-            pulled back to the peer's clock + 5 minutes, and kept so, purged: \
-            versions not taken, or records dropped, because the family purged \
-            them (the purge floor)}, photos {sent, received, \
+            records {sent, received, applied, clamped: this device's own versions \
+            sent with modifiedAt pulled back to the family's clock (the owner's) \
+            + 5 minutes, and kept so, clampedIn: the peer's versions pulled back \
+            here, purged: versions not taken, or records dropped, because the \
+            family purged them (the owner's purge records)}, purgeRecords {sent, \
+            received}, photos {sent, received, \
             unavailable, wanted, waves}, bytes {sent, received, perSecond}, \
             durationMs, clockSkew {ms, reported}, lastSynced, proof {sent, \
             received {state: none, known, kept, rejected or not-judged}}, and digest \

@@ -19,7 +19,7 @@ public enum TombstoneGCCommand {
 
         It removes exactly these, and nothing else:
 
-        1. Tombstones (records with deleted true) whose modifiedAt, the delete time, is earlier than now - AGE (--older-than, default 90d), and that every current device has heard of. On the owner's device: for every device in the family other than this one and not revoked, how far of this store's changes that device acknowledged in a completed peer-sync (sent_seq) is at or past the change number at which this store last wrote the tombstone; a device that never completed a sync acknowledged nothing and holds every tombstone back, until it syncs or the owner revokes it. On a member: the owner passes on, at every contact, up to which of this store's changes every current device has heard everything, and the member purges by that, so a tombstone goes on every store once every current device has synced since the delete. A store that knows no other device purges on age alone.
+        1. On the owner's device (or a store in no family): tombstones (records with deleted true) that this store has held for AGE (--older-than, default 90d) by its own clock, counted from when the store got each one, not from its modifiedAt (which the deleting device's clock gave it), and that every current device has heard of: for every device in the family other than this one and not revoked, how far of this store's changes that device acknowledged in a completed peer-sync (sent_seq) is at or past the change number at which this store last wrote the tombstone. A device that never completed a sync acknowledged nothing and holds every tombstone back, until it syncs or the owner revokes it. A store that knows no other device purges on age alone. Each purge keeps a record of what it purged (a hash of the id and the delete time, 16 bytes), which the owner signs and sends to every member at its next sync. On a member, tombstone-gc purges no tombstone by itself: the member drops what the owner's purge records name when they arrive (peer-sync's summary counts them in records.purged), so no member and no clock can make a store forget anything; heldBackBy then says which devices the family is waiting for.
 
         2. Pairing offers whose expiry time is at or before now, used or not: none of them can be redeemed any more.
 
@@ -31,7 +31,7 @@ public enum TombstoneGCCommand {
 
         Deletes run in short transactions whose size adapts so that each holds the store's write lock for about \(Int(Store.gcTransactionTarget * 1000)) ms, so a writer never waits long; a crash or kill midway leaves every transaction whole, and the next run carries on.
 
-        Every purge raises the store's purge floor, the latest delete time purged. The owner's device passes its floor on at every contact, and a record older than the floor that the owner does not hold is not brought back: a store restored from an old copy, or a device away for long, cannot resurrect what was purged elsewhere (see docs/protocol.md).
+        What a purge removed stays removed: a version of a purged record that an old copy, a device away for long, or a revoked device joining again still holds is refused by the purge record that names it, and dropped where it is held; a record made meanwhile, whatever its time, is kept (see docs/protocol.md, purge records).
         """,
         options: [db, olderThan, photoGrace, dryRun, verbose, CommonOptions.now, CommonOptions.quiet],
         examples: [

@@ -1,0 +1,172 @@
+import Foundation
+import Testing
+@testable import FamilySync
+
+/// Revision 3's guarantees (docs/design.md §3, §4; docs/protocol.md §4.5,
+/// §7.4), hunted for on random star households of 2 to 4 devices over
+/// simulated months: every device's clock is off by up to a year and jumps
+/// (±30 and ±100 days), devices go offline for longer than the horizon, are
+/// revoked and join again, stores are backed up and restored (the owner's
+/// too), and edits, deletes, syncs and garbage collection come in any order.
+/// The invariants:
+/// - **convergence**: after a final round every store has the same digest;
+/// - **no resurrection**: no store holds a version a purge covered;
+/// - **causality**: no edit or delete made after seeing a version loses to it;
+/// - **deletes only by evidence**: no tombstone is purged before every current
+///   device held it (or something newer).
+/// A failure prints its seed and the schedule's last steps;
+/// `FAMILY_SYNC_SCHEDULES=N` runs N schedules instead of the default.
+@Suite struct ClockAndPurgePropertyTests {
+    struct Seeded: RandomNumberGenerator {
+        var state: UInt64
+        mutating func next() -> UInt64 {
+            state &+= 0x9E37_79B9_7F4A_7C15
+            var z = state
+            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+            return z ^ (z >> 31)
+        }
+    }
+
+    static var scheduleCount: Int { Int(ProcessInfo.processInfo.environment["FAMILY_SYNC_SCHEDULES"] ?? "") ?? 200 }
+    static let year: Int64 = 365
+
+    @Test func randomClocksRejoinsAndRestoresConvergeKeepCausalityAndNeverResurrect() throws {
+        for seed in 1...Self.scheduleCount {
+            try Self.run(seed: UInt64(seed))
+        }
+    }
+
+    static func randomOffset(_ rng: inout Seeded) -> TimeSpan {
+        // Most devices are right; some are off by minutes, some by up to a year either way.
+        switch Int.random(in: 0..<4, using: &rng) {
+        case 0: return .seconds(0)
+        case 1: return .seconds(Int64.random(in: -600...600, using: &rng))
+        default: return .minutes(Int64.random(in: -year * 1440...year * 1440, using: &rng))
+        }
+    }
+
+    static func run(seed: UInt64) throws {
+        var rng = Seeded(state: seed)
+        let start = Timestamp(rfc3339: "2026-01-01T00:00:00.000Z")!
+        let h = try InProcessHousehold(members: Int.random(in: 1...3, using: &rng), start: start, ownerOffset: randomOffset(&rng))
+        for m in h.members { m.offset = randomOffset(&rng) }
+        let ids = (0..<6).map { "p-\($0)" }
+        var log: [String] = []
+        func fail(_ what: String) -> String { "seed \(seed): \(what); last steps: \(log.suffix(14).joined(separator: " | "))" }
+        var backups: [String: (copy: String, step: Int)] = [:]
+        var revoked: Set<String> = []
+        // The versions (time/device) edits superseded: none may end up the winner. An
+        // edit lost by restoring its store from an older copy, or made on a device
+        // still revoked at the end, never reached the family, so it proves nothing.
+        var superseded: [(device: String, step: Int, id: String, version: String)] = []
+        // Per store and id, the newest modifiedAt it ever held (its history, restores included).
+        var seen: [String: [String: Int64]] = [:]
+        // Purges: id → the delete time purged (the newest).
+        var purged: [String: Int64] = [:]
+
+        func observe() throws {
+            for d in h.all {
+                for (id, r) in try InProcessHousehold.rows(d.path) { seen[d.path, default: [:]][id] = max(seen[d.path]?[id] ?? .min, r.time) }
+            }
+        }
+        func checkNoResurrection() throws {
+            for d in h.all where !revoked.contains(d.id) {
+                for (id, r) in try InProcessHousehold.rows(d.path) {
+                    if let p = purged[id] {
+                        #expect(!(r.time < p || (r.time == p && r.deleted)), "\(fail("\(id) at \(r.time) is held on \(d.path.suffix(9)) though a purge at \(p) covers it"))")
+                    }
+                }
+            }
+        }
+        func current() -> [InProcessHousehold.Device] { h.members.filter { !revoked.contains($0.id) } }
+
+        let steps = Int.random(in: 12...30, using: &rng)
+        for step in 0..<steps {
+            h.now = h.now.adding(.hours(Int64.random(in: 0...(24 * 14), using: &rng)))
+            let d = h.all.randomElement(using: &rng)!
+            let live = current()
+            switch Int.random(in: 0..<20, using: &rng) {
+            case 0...4:
+                let id = ids.randomElement(using: &rng)!
+                let held = try InProcessHousehold.rows(d.path)[id]
+                try h.edit(d, ["{\"id\":\"\(id)\",\"type\":\"note\",\"data\":{\"v\":\(step)}}"])
+                if let held { superseded.append((d.path, step, id, "\(held.time)/\(held.device)")) }
+                log.append("edit \(id) on \(d.path.suffix(9))")
+            case 5:
+                let rows = try InProcessHousehold.rows(d.path).filter { !$0.value.deleted }
+                if let (id, held) = rows.sorted(by: { $0.key < $1.key }).randomElement(using: &rng) {
+                    try h.edit(d, ["{\"id\":\"\(id)\",\"deleted\":true}"])
+                    superseded.append((d.path, step, id, "\(held.time)/\(held.device)"))
+                    log.append("delete \(id) on \(d.path.suffix(9))")
+                }
+            case 6...10:
+                if let m = live.randomElement(using: &rng) {
+                    try h.sync(m)
+                    log.append("sync \(m.path.suffix(9))")
+                }
+            case 11, 12:
+                try observe()
+                let before = try InProcessHousehold.rows(d.path)
+                _ = try h.gc(d)
+                let after = try InProcessHousehold.rows(d.path)
+                for (id, r) in before where r.deleted && after[id] == nil {
+                    #expect(d.isOwner, "\(fail("\(id) purged by a member's own collection"))")
+                    for other in [h.owner] + live where other !== d {
+                        #expect((seen[other.path]?[id] ?? .min) >= r.time, "\(fail("\(id) purged before \(other.path.suffix(9)) held its delete"))")
+                    }
+                    purged[id] = max(purged[id] ?? .min, r.time)
+                }
+                log.append("gc \(d.path.suffix(9))")
+            case 13:
+                // A jump of this device's clock.
+                let jump = [Int64(-100), -30, 30, 100].randomElement(using: &rng)!
+                d.offset = TimeSpan(milliseconds: max(-year, min(year, d.offset.milliseconds / 86_400_000 + jump)) * 86_400_000)
+                log.append("jump \(d.path.suffix(9)) to \(d.offset)")
+            case 14:
+                let copy = h.dir + "/bk-\(step).db"
+                _ = try Store(path: d.path).backup(to: copy)
+                backups[d.path] = (copy, step)
+                log.append("backup \(d.path.suffix(9))")
+            case 15:
+                if let (copy, taken) = backups[d.path] {
+                    for suffix in ["", "-wal", "-shm"] { unlink(d.path + suffix) }
+                    try FileManager.default.copyItem(atPath: copy, toPath: d.path)
+                    superseded.removeAll { $0.device == d.path && $0.step > taken }
+                    log.append("restore \(d.path.suffix(9))")
+                }
+            case 16:
+                // Away for longer than the horizon.
+                h.now = h.now.adding(.days(Int64.random(in: 91...150, using: &rng)))
+                log.append("months pass")
+            case 17:
+                if let m = live.randomElement(using: &rng), live.count > 1 {
+                    try h.revoke(m)
+                    revoked.insert(m.id)
+                    log.append("revoke \(m.path.suffix(9))")
+                }
+            default:
+                if let m = h.members.first(where: { revoked.contains($0.id) }) {
+                    revoked.remove(m.id)
+                    try h.rejoin(m)
+                    log.append("rejoin \(m.path.suffix(9))")
+                }
+            }
+            try observe()
+            try checkNoResurrection()
+        }
+
+        // The final rounds: everyone current syncs with the owner, twice.
+        for _ in 0..<2 { for m in current() { try h.sync(m) } }
+        try checkNoResurrection()
+        let stores = [h.owner] + current()
+        let digests = try stores.map { try InProcessHousehold.digest($0.path) }
+        #expect(Set(digests).count == 1, "\(fail("stores differ after every device synced"))")
+        let currentPaths = Set(stores.map(\.path))
+        for (id, r) in try InProcessHousehold.rows(h.owner.path) {
+            let version = "\(r.time)/\(r.device)"
+            let beaten = superseded.contains { $0.id == id && $0.version == version && currentPaths.contains($0.device) }
+            #expect(!beaten, "\(fail("\(id): the version \(version) won though an edit made after seeing it exists"))")
+        }
+    }
+}

@@ -1,0 +1,147 @@
+import Foundation
+@testable import FamilySync
+
+/// A star household whose sessions run in this process: real stores, real
+/// TLS over loopback, the real `SyncSession` on both ends, each device with a
+/// clock of its own. It skips what the tools add around a session (argument
+/// parsing, the serve loop, refusals), so thousands of schedules fit in a test
+/// run; the end-to-end suites run the same rules through the tools.
+final class InProcessHousehold {
+    final class Device {
+        let path: String
+        let isOwner: Bool
+        /// This device's clock minus true time.
+        var offset: TimeSpan
+        var id: String
+        init(path: String, isOwner: Bool, offset: TimeSpan, id: String) {
+            self.path = path
+            self.isOwner = isOwner
+            self.offset = offset
+            self.id = id
+        }
+    }
+
+    let dir: String
+    let owner: Device
+    private(set) var members: [Device] = []
+    /// True time, which only the test knows.
+    var now: Timestamp
+    private let verifier: ProofVerifier
+
+    var all: [Device] { [owner] + members }
+
+    init(members count: Int, start: Timestamp, ownerOffset: TimeSpan = .seconds(0)) throws {
+        dir = NSTemporaryDirectory() + "/fs-household-" + UUID().uuidString
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        now = start
+        verifier = try ProofVerifier()
+        let o = try Store(path: dir + "/owner.db")
+        _ = try o.write { try o.createFamily(now: start.adding(ownerOffset)) }
+        owner = Device(path: o.path, isOwner: true, offset: ownerOffset, id: try o.deviceID)
+        for i in 0..<count { members.append(try admit(name: "m\(i)")) }
+    }
+
+    deinit { try? FileManager.default.removeItem(atPath: dir) }
+
+    func clock(_ d: Device) -> Timestamp { now.adding(d.offset) }
+
+    /// Pairs a new store (as a WELCOME would) and runs its first session.
+    func admit(name: String, offset: TimeSpan = .seconds(0)) throws -> Device {
+        let m = try Store(path: dir + "/\(name).db")
+        let d = Device(path: m.path, isOwner: false, offset: offset, id: try m.deviceID)
+        try rejoin(d)
+        return d
+    }
+
+    /// A new admission of `d`'s store: a new device key, cursors cleared, then a session.
+    func rejoin(_ d: Device) throws {
+        let o = try Store(path: owner.path)
+        let m = try Store(path: d.path)
+        let fam = try o.family()!
+        let key = try o.write { try o.admitDeviceInTransaction(d.id, now: clock(owner)) }
+        let rejoining = try m.family() != nil
+        try m.write {
+            if rejoining { try m.prepareRejoin() }
+            try m.joinFamily(id: fam.id, ownerDevice: fam.ownerDevice, secret: try o.familySecret()!, now: clock(d))
+            try m.setOwnDeviceKey(key)
+            if try o.familyEpoch > m.familyEpoch { try m.setFamilyKey(try o.familySecret()!, epoch: try o.familyEpoch) }
+        }
+        if !members.contains(where: { $0 === d }) { members.append(d) }
+        try sync(d)
+    }
+
+    func revoke(_ d: Device) throws {
+        let o = try Store(path: owner.path)
+        _ = try o.write { try o.revokeDeviceInTransaction(d.id, now: clock(owner)) }
+    }
+
+    /// Local edits on `d`, stamped by its clock.
+    func edit(_ d: Device, _ lines: [String]) throws {
+        let s = try Store(path: d.path)
+        _ = try s.applyLocalEdits(try lines.map { try Record(line: $0, mode: .localEdit) }, now: clock(d))
+    }
+
+    func gc(_ d: Device) throws -> GarbageReport {
+        try Store(path: d.path).collectGarbage(now: clock(d))
+    }
+
+    /// One session between member `m` and the owner; both sides' summaries.
+    @discardableResult
+    func sync(_ m: Device) throws -> (client: SyncSummary, server: SyncSummary) {
+        let o = try Store(path: owner.path), s = try Store(path: m.path)
+        let fam = try o.family()!, mfam = try s.family()!
+        let key = try SessionKeys.devicePSK(deviceKey: try s.ownDeviceKey()!, family: fam.id, client: m.id, server: owner.id)
+        let identity = SessionIdentity.sync(family: fam.id, client: m.id, server: owner.id, epoch: try s.familyEpoch).bytes
+        let listener = try TCPSocket.listen(on: HostPort(host: "127.0.0.1", port: 0))
+        let port = listener.localAddress()!.port
+        let result = Locked<Result<SyncSummary, any Error>?>(nil)
+        let (ownerClock, memberClock) = (clock(owner), clock(m))
+        nonisolated(unsafe) let l = listener
+        nonisolated(unsafe) let (ownerStore, ownerFam, v) = (o, fam, verifier)
+        let ownerID = owner.id, memberID = m.id
+        let serverKey = key
+        let t = Thread {
+            let r = Result<SyncSummary, any Error> {
+                guard try l.wait(for: Int16(POLLIN), deadline: Deadline(after: .seconds(20))) else { throw HarnessError("no connection") }
+                guard let sock = try l.accept() else { throw HarnessError("accept failed") }
+                let conn = try TLSConnection(server: sock, context: try TLSContext(role: .server), lookup: { _ in .key(serverKey) })
+                try conn.handshake(deadline: Deadline(after: .seconds(20)))
+                let session = SyncSession(store: ownerStore, family: ownerFam, me: ownerID,
+                                          peer: SessionPeer(device: memberID, address: nil, side: .server, joined: false),
+                                          channel: FrameChannel(conn), options: SyncOptions(), clock: SyncClock(base: ownerClock),
+                                          observer: nil, verifier: v)
+                return try session.run()
+            }
+            result.withLock { $0 = r }
+        }
+        t.start()
+        let sock = try TCPSocket.connect(to: HostPort(host: "127.0.0.1", port: port), timeout: .seconds(10))
+        let conn = try TLSConnection(client: sock, context: try TLSContext(role: .client), identity: identity, key: key)
+        try conn.handshake(deadline: Deadline(after: .seconds(20)))
+        let client = try SyncSession(store: s, family: mfam, me: m.id,
+                                     peer: SessionPeer(device: owner.id, address: nil, side: .client, joined: false),
+                                     channel: FrameChannel(conn), options: SyncOptions(), clock: SyncClock(base: memberClock),
+                                     observer: nil, verifier: verifier).run()
+        while result.withLock({ $0 == nil }) { usleep(500) }
+        listener.close()
+        let server = try result.withLock { $0! }.get()
+        return (client, server)
+    }
+
+    /// Every row of a store: id → (modifiedAt, deleted, deviceId).
+    static func rows(_ path: String) throws -> [String: (time: Int64, deleted: Bool, device: String)] {
+        let s = try Store(path: path)
+        let st = try s.db.prepare("SELECT id, modified_at, deleted, device_id FROM records")
+        defer { st.reset() }
+        var out: [String: (Int64, Bool, String)] = [:]
+        while try st.step() { out[st.text(0)] = (st.int64(1), st.int64(2) == 1, st.text(3)) }
+        return out
+    }
+
+    static func digest(_ path: String) throws -> String { try Store(path: path).recordStateDigest() }
+}
+
+struct HarnessError: Error, CustomStringConvertible {
+    var description: String
+    init(_ d: String) { description = d }
+}
