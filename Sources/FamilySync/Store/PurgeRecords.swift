@@ -104,17 +104,17 @@ final class PurgeEvidence {
         }
     }
 
-    /// Whether a version of an id not held, at `time`, was purged here.
-    func purged(_ id: UnsafeRawBufferPointer, time: Int64, deleted: Bool) -> Bool {
-        guard !hashes.isEmpty else { return false }
+    /// The delete time of the latest purge of this id here, if any.
+    func purgeTime(_ id: UnsafeRawBufferPointer) -> Int64? {
+        guard !hashes.isEmpty else { return nil }
         let h = PurgeEntry.hash(id)
         var lo = 0, hi = hashes.count
         while lo < hi {
             let mid = (lo + hi) / 2
             if hashes[mid] < h { lo = mid + 1 } else { hi = mid }
         }
-        guard lo < hashes.count, hashes[lo] == h else { return false }
-        return PurgeEntry(idHash: h, deletedAt: times[lo]).covers(time: time, deleted: deleted)
+        guard lo < hashes.count, hashes[lo] == h else { return nil }
+        return times[lo]
     }
 }
 

@@ -5,10 +5,11 @@ import CSQLite
 extension Store {
     /// One batch of records changed after `after` and at most `upTo`, oldest
     /// change first, as NDJSON: at most `maxCount` records, cut after the
-    /// total of `maxBytes` (a batch always has at least one record). A
-    /// version this device made that is later than `bound` goes out pulled
-    /// back to it, never below 1 ms after the version it replaced
-    /// (LWW.pullBack); versions of other devices go out as held.
+    /// total of `maxBytes` (a batch always has at least one record). An edit
+    /// of this device's that has not left the store yet and is later than
+    /// `bound` goes out pulled back to it, never below 1 ms after the version
+    /// it replaced (LWW.pullBack); every other version goes out as held: once
+    /// a version may be on another device, rewriting it here would make two.
     func exportRecordBatch(after: Int64, upTo: Int64, maxCount: Int, maxBytes: Int, bound: OwnVersionBound? = nil) throws -> OutgoingBatch {
         let s = try db.prepare("SELECT line, seq, modified_at, rid, device_id, prev_at FROM records WHERE seq > ? AND seq <= ? ORDER BY seq LIMIT ?")
         try s.bind([.int(after), .int(upTo), .int(Int64(maxCount))])
@@ -43,8 +44,10 @@ extension Store {
     private func appendLine(_ s: Statement, to b: inout OutgoingBatch, maxBytes: Int, bound: OwnVersionBound?) throws -> Bool {
         let time = s.int64(2)
         var sendTime = time
-        if let bound, time > bound.limit, s.text(4) == bound.device {
-            sendTime = LWW.pullBack(time, bound: bound.limit, floor: s.optionalInt64(5))
+        let unreleased = !s.isNull(5)
+        if let bound, unreleased, time > bound.limit {
+            let prev = s.int64(5)
+            sendTime = LWW.pullBack(time, bound: bound.limit, floor: prev == RecordApplier.replacedNothing ? nil : prev)
         }
         if sendTime == time {
             let fits = s.withBytes(0) { line -> Bool in
@@ -53,6 +56,7 @@ extension Store {
                 return true
             }
             guard fits else { return false }
+            if unreleased { b.released.append((rid: s.int64(3), seq: s.int64(1))) }
         } else {
             let line = try s.withBytes(0) { try Store.clampedLine($0, to: sendTime) }
             guard b.count == 0 || b.payload.count + line.count + 1 <= maxBytes else { return false }
@@ -78,14 +82,29 @@ extension Store {
         return out
     }
 
+    /// Marks this device's edits in a batch as gone out (`prev_at` NULL):
+    /// from now on another device may hold them, so no session pulls them
+    /// back again. A row changed since keeps its newer state. Call inside
+    /// the write transaction that commits before the batch is sent.
+    func releaseInTransaction(_ rows: [(rid: Int64, seq: Int64)]) throws {
+        guard !rows.isEmpty else { return }
+        let u = try db.prepare("UPDATE records SET prev_at = NULL WHERE rid = ? AND seq = ?")
+        for r in rows {
+            try u.bind([.int(r.rid), .int(r.seq)])
+            _ = try u.step()
+            u.reset()
+        }
+    }
+
     /// Stores the clamped versions this side sent, so it holds what the peer
     /// now holds (docs/protocol.md §7.4): each row that still has the change
-    /// number it was sent with gets the clamped line and a new change number.
-    /// Returns how many change numbers that used. Inside a write transaction.
+    /// number it was sent with gets the clamped line and a new change number,
+    /// and counts as gone out. Returns how many change numbers that used.
+    /// Inside a write transaction.
     func adoptClampedInTransaction(_ rows: [ClampedRecord]) throws -> Int64 {
         guard !rows.isEmpty else { return 0 }
         let held = try db.prepare("SELECT id, line FROM records WHERE rid = ? AND seq = ?")
-        let u = try db.prepare("UPDATE records SET modified_at = ?, line = ?, seq = ? WHERE rid = ? AND seq = ?")
+        let u = try db.prepare("UPDATE records SET modified_at = ?, line = ?, seq = ?, prev_at = NULL WHERE rid = ? AND seq = ?")
         let first = try currentChangeSeq
         var seq = first
         try adjustRecordDigest { digest, scratch in
@@ -129,10 +148,10 @@ extension Store {
     }
 }
 
-/// The bound a session puts on the versions this device made (docs/protocol.md
-/// §7.4): the family's clock as the session reads it, plus the clamp window.
+/// The bound a session puts on the edits this device sends for the first
+/// time (docs/protocol.md §7.4): the family's clock as the session reads it,
+/// plus the clamp window, in milliseconds.
 struct OwnVersionBound {
-    var device: String
     var limit: Int64
 }
 
@@ -145,6 +164,8 @@ struct OutgoingBatch {
     var count = 0
     var lastSeq: Int64
     var clamped: [ClampedRecord] = []
+    /// Edits of this device's going out for the first time, as held (releaseInTransaction).
+    var released: [(rid: Int64, seq: Int64)] = []
 }
 
 /// A record the sender clamped: its row, the change number it had, and the

@@ -287,6 +287,10 @@ final class RecordApplier {
     /// that a purge covers are not taken. Loaded on first need.
     private var evidence: PurgeEvidence?
     private var evidenceLoaded = false
+    /// `prev_at` of an edit of an id this store did not hold. A row's
+    /// `prev_at` is non-NULL while it is an edit of this device's that has not
+    /// left the store (RecordBatches.swift releases it as it goes out).
+    static let replacedNothing = Int64.min
     /// A local delete that named only its id: the held record's type, for its line.
     private var heldType: [UInt8]?
     var seq: Int64
@@ -304,9 +308,9 @@ final class RecordApplier {
     init(store: Store, now: Timestamp, stamping: Bool) throws {
         self.store = store
         db = store.db
-        select = try db.prepare("SELECT rid, modified_at, device_id, deleted, photo_count, seq, line FROM records WHERE id = ?")
+        select = try db.prepare("SELECT rid, modified_at, device_id, deleted, photo_count, seq, line, prev_at FROM records WHERE id = ?")
         insert = try db.prepare("""
-            INSERT INTO records (id, type, modified_at, device_id, deleted, line, seq, photo_count) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+            INSERT INTO records (id, type, modified_at, device_id, deleted, line, seq, photo_count, prev_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
             ON CONFLICT(id) DO NOTHING
             """)
         update = try db.prepare("""
@@ -409,23 +413,34 @@ final class RecordApplier {
             prepareLine(base, r, time: time)
             if !onHeldRow {
                 // 0. Purged here: a version of an id this store no longer holds that a purge covers.
-                if me == nil, let evidence = try purgeEvidence(), evidence.purged(UnsafeRawBufferPointer(start: idp, count: idn), time: time, deleted: deleted) {
+                if me == nil, let evidence = try purgeEvidence(), let purgedAt = evidence.purgeTime(UnsafeRawBufferPointer(start: idp, count: idn)) {
                     var rc = SQLITE_DONE
                     if !lookUpFirst {
                         try bindText(select, 1, idp, idn)
                         rc = sqlite3_step(select.stmt)
                         sqlite3_reset(select.stmt)
                     }
+                    if rc != SQLITE_ROW && rc != SQLITE_DONE { try db.check(rc, "looking up a record") }
                     if rc == SQLITE_DONE {
-                        summary.purged += 1
-                        lookUpFirst = false
-                        return
+                        // The purge stands for the tombstone it removed: a pull-back stops after it, as after a version held.
+                        if clamped && pullBackStopsAtHeld {
+                            let t = LWW.pullBack(r.time, bound: receiveBound, floor: purgedAt)
+                            if t != time {
+                                time = t
+                                prepareLine(base, r, time: time)
+                            }
+                        }
+                        if PurgeEntry(idHash: 0, deletedAt: purgedAt).covers(time: time, deleted: deleted) {
+                            summary.purged += 1
+                            lookUpFirst = false
+                            return
+                        }
                     }
-                    if rc != SQLITE_ROW { try db.check(rc, "looking up a record") }
                 }
+                if me != nil { prevAt = RecordApplier.replacedNothing }
                 // 1. A new id: insert, done.
                 inserted = try writeRow(base, r, stmt: insert, rid: nil, idp: idp, idn: idn, time: time,
-                                        typeDecoded: typeDecoded, deviceDecoded: deviceDecoded, photoCount: photoCount)
+                                        typeDecoded: typeDecoded, deviceDecoded: deviceDecoded, photoCount: photoCount, prevAt: prevAt)
                 if !inserted {
                     try bindText(select, 1, idp, idn)
                     let rc = sqlite3_step(select.stmt)
@@ -459,7 +474,9 @@ final class RecordApplier {
                         prepareLine(base, r, time: time)
                     }
                 }
-                prevAt = me != nil ? heldTime : nil
+                // An edit's floor is the latest version others may hold: what it replaced,
+                // or, when that was an edit of ours that never left this store, what that one replaced.
+                if me != nil { prevAt = sqlite3_column_type(select.stmt, 7) == SQLITE_NULL ? heldTime : sqlite3_column_int64(select.stmt, 7) }
                 decision = try withSpan(base, r.deviceID, deviceDecoded) { dp, dn in
                     let hp = sqlite3_column_text(select.stmt, 2)
                     let hn = Int(sqlite3_column_bytes(select.stmt, 2))
@@ -572,9 +589,7 @@ final class RecordApplier {
                     try bindText(s, 6, lineP, lineN)
                     sqlite3_bind_int64(s.stmt, 7, seq + 1)
                     sqlite3_bind_int64(s.stmt, 8, Int64(photoCount))
-                    if rid != nil {
-                        if let prevAt { sqlite3_bind_int64(s.stmt, 9, prevAt) } else { sqlite3_bind_null(s.stmt, 9) }
-                    }
+                    if let prevAt { sqlite3_bind_int64(s.stmt, 9, prevAt) } else { sqlite3_bind_null(s.stmt, 9) }
                     let rc = sqlite3_step(s.stmt)
                     sqlite3_reset(s.stmt)
                     if rc != SQLITE_DONE { try db.check(rc, "writing a record") }

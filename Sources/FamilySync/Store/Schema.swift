@@ -124,7 +124,7 @@ enum Schema {
         // `digest` the SHA-256 of `entries` (a batch received twice is kept once),
         // `signature` the owner's Ed25519 signature over them (NULL until signed).
         // `seq_clock` says when this store held its changes (HeldSince.swift): every
-        // change numbered at most `seq` was here at this store's time `at`.
+        // change numbered at most `seq` was here by this store's time `at`, the end of an hour.
         """
         ALTER TABLE records ADD COLUMN prev_at INTEGER;
         CREATE TABLE purge_batches (
@@ -136,8 +136,8 @@ enum Schema {
         );
         CREATE INDEX purge_batches_by_seq ON purge_batches (seq);
         CREATE TABLE seq_clock (
-            seq INTEGER PRIMARY KEY,
-            at INTEGER NOT NULL
+            at INTEGER PRIMARY KEY,
+            seq INTEGER NOT NULL
         );
         """,
     ]

@@ -78,6 +78,8 @@ final class SyncSession {
     private var peerRecordsEnded = false
     /// Change numbers our store used for the peer's records this session.
     private var seqsUsedForPeer: Int64 = 0
+    /// Some of the peer's versions were pulled back here: those rows must go back to it.
+    private var peerLacksOurCopies = false
     /// Purge records for the peer (§4.5), signed by the owner, sent before our
     /// records: the owner's numbered in (sendAfter, snapshot] as fixed at
     /// HELLO; a member's, all it holds, when it sends everything.
@@ -199,16 +201,16 @@ final class SyncSession {
         if family.role == .owner {
             // The owner's clock is the family's: it bounds both sides' own versions.
             let limit = LWW.bound(clock: myClock)
-            ownBound = OwnVersionBound(device: me, limit: limit)
+            ownBound = OwnVersionBound(limit: limit)
             receiveBound = limit
         } else if h.role == .owner {
             // A member reads the family's clock off the owner's HELLO, and stamps by it from now on.
             try store.write { try store.setFamilyClockOffset(ownerClock: h.clock, localClock: arrived) }
-            ownBound = OwnVersionBound(device: me, limit: LWW.bound(clock: h.clock))
+            ownBound = OwnVersionBound(limit: LWW.bound(clock: h.clock))
         } else {
             // Between members: each bounds its own versions, and what it takes, by its reading of the family's clock.
             let limit = LWW.bound(clock: try store.familyTime(at: myClock))
-            ownBound = OwnVersionBound(device: me, limit: limit)
+            ownBound = OwnVersionBound(limit: limit)
             receiveBound = limit
         }
         // The peer says how far of our changes it holds. More than we ever made
@@ -421,9 +423,13 @@ final class SyncSession {
                 recordsOutDone = true
                 break
             }
-            if !b.clamped.isEmpty {
-                // Our own, later than the family's clock allows: sent pulled back, and kept so here (§7.4).
-                seqsUsedForPeer += try store.write { try store.adoptClampedInTransaction(b.clamped) }
+            if !b.clamped.isEmpty || !b.released.isEmpty {
+                // Our own edits leave this store now: pulled back if later than the family's clock allows,
+                // and kept as sent (§7.4); from here on no session rewrites them.
+                seqsUsedForPeer += try store.write {
+                    try store.releaseInTransaction(b.released)
+                    return try store.adoptClampedInTransaction(b.clamped)
+                }
                 summary.recordsClamped += Int64(b.clamped.count)
             }
             channel.send(.records, b.payload)
@@ -469,7 +475,7 @@ final class SyncSession {
         // If nothing but the peer's records moved our counter, the peer holds
         // everything up to our current change number; otherwise only up to the snapshot.
         let current = try store.currentChangeSeq
-        let upTo = current - snapshot == seqsUsedForPeer ? current : snapshot
+        let upTo = current - snapshot == seqsUsedForPeer && !peerLacksOurCopies ? current : snapshot
         let d = DoneMessage(recordsSent: summary.recordsSent, recordsReceived: summary.recordsReceived, recordsApplied: summary.recordsApplied,
                             photosSent: responder.sent, photosReceived: waves.received, photosUnavailable: waves.unavailable,
                             digest: try store.recordStateDigest(), upTo: upTo)
@@ -608,6 +614,8 @@ final class SyncSession {
         displaced += s.displaced
         summary.recordsPurged += Int64(s.purged)
         summary.recordsClampedIn += Int64(s.clamped)
+        // A version pulled back here differs from the peer's: the peer does not hold our copy yet.
+        if s.clamped > 0 { peerLacksOurCopies = true }
         seqsUsedForPeer += Int64(s.applied)
         waves.recordsArrived()
         summary.recordsReceived += Int64(count)

@@ -54,7 +54,7 @@ import Testing
                 // The family's clock is behind: this device's versions go out pulled back and are kept so here.
                 let limit = RT.t("2026-11-30T00:00:00Z").milliseconds
                 let b = try store.exportRecordBatch(after: 0, upTo: try store.currentChangeSeq, maxCount: 1000, maxBytes: 1 << 20,
-                                                    bound: OwnVersionBound(device: try store.deviceID, limit: limit))
+                                                    bound: OwnVersionBound(limit: limit))
                 _ = try store.write { try store.adoptClampedInTransaction(b.clamped) }
                 try check("clamped versions adopted")
             default:

@@ -32,6 +32,7 @@ import Testing
     static let year: Int64 = 365
 
     @Test func randomClocksRejoinsAndRestoresConvergeKeepCausalityAndNeverResurrect() throws {
+        if let one = ProcessInfo.processInfo.environment["FAMILY_SYNC_SEED"].flatMap(UInt64.init) { return try Self.run(seed: one) }
         for seed in 1...Self.scheduleCount {
             try Self.run(seed: UInt64(seed))
         }
@@ -70,11 +71,14 @@ import Testing
                 for (id, r) in try InProcessHousehold.rows(d.path) { seen[d.path, default: [:]][id] = max(seen[d.path]?[id] ?? .min, r.time) }
             }
         }
+        // Stores restored from a copy and not synced since: they may hold what was
+        // purged after the copy until their next session drops it.
+        var restoredSinceSync: Set<String> = []
         func checkNoResurrection() throws {
-            for d in h.all where !revoked.contains(d.id) {
-                for (id, r) in try InProcessHousehold.rows(d.path) {
+            for d in h.all where !revoked.contains(d.id) && !restoredSinceSync.contains(d.path) {
+                for (id, r) in try InProcessHousehold.rows(d.path) where !r.deleted {
                     if let p = purged[id] {
-                        #expect(!(r.time < p || (r.time == p && r.deleted)), "\(fail("\(id) at \(r.time) is held on \(d.path.suffix(9)) though a purge at \(p) covers it"))")
+                        #expect(r.time > p, "\(fail("\(id) is live at \(r.time) on \(d.path.suffix(9)) though a purge at \(p) covers it"))")
                     }
                 }
             }
@@ -103,6 +107,8 @@ import Testing
             case 6...10:
                 if let m = live.randomElement(using: &rng) {
                     try h.sync(m)
+                    restoredSinceSync.remove(m.path)
+                    restoredSinceSync.remove(h.owner.path)
                     log.append("sync \(m.path.suffix(9))")
                 }
             case 11, 12:
@@ -133,6 +139,7 @@ import Testing
                     for suffix in ["", "-wal", "-shm"] { unlink(d.path + suffix) }
                     try FileManager.default.copyItem(atPath: copy, toPath: d.path)
                     superseded.removeAll { $0.device == d.path && $0.step > taken }
+                    restoredSinceSync.insert(d.path)
                     log.append("restore \(d.path.suffix(9))")
                 }
             case 16:
@@ -149,6 +156,8 @@ import Testing
                 if let m = h.members.first(where: { revoked.contains($0.id) }) {
                     revoked.remove(m.id)
                     try h.rejoin(m)
+                    restoredSinceSync.remove(m.path)
+                    restoredSinceSync.remove(h.owner.path)
                     log.append("rejoin \(m.path.suffix(9))")
                 }
             }
@@ -158,10 +167,21 @@ import Testing
 
         // The final rounds: everyone current syncs with the owner, twice.
         for _ in 0..<2 { for m in current() { try h.sync(m) } }
+        restoredSinceSync = []
         try checkNoResurrection()
         let stores = [h.owner] + current()
         let digests = try stores.map { try InProcessHousehold.digest($0.path) }
-        #expect(Set(digests).count == 1, "\(fail("stores differ after every device synced"))")
+        if Set(digests).count != 1 {
+            let base = try InProcessHousehold.rows(h.owner.path)
+            var diff: [String] = []
+            for d in stores.dropFirst() {
+                let r = try InProcessHousehold.rows(d.path)
+                for id in Set(base.keys).union(r.keys).sorted() where base[id].map({ "\($0)" }) != r[id].map({ "\($0)" }) {
+                    diff.append("\(id): owner \(base[id].map { "\($0)" } ?? "none") vs \(d.path.suffix(6)) \(r[id].map { "\($0)" } ?? "none")")
+                }
+            }
+            Issue.record("\(fail("stores differ after every device synced: \(diff.joined(separator: "; "))"))")
+        }
         let currentPaths = Set(stores.map(\.path))
         for (id, r) in try InProcessHousehold.rows(h.owner.path) {
             let version = "\(r.time)/\(r.device)"

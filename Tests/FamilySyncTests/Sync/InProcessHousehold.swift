@@ -58,7 +58,14 @@ final class InProcessHousehold {
         let o = try Store(path: owner.path)
         let m = try Store(path: d.path)
         let fam = try o.family()!
-        let key = try o.write { try o.admitDeviceInTransaction(d.id, now: clock(owner)) }
+        let key = try o.write {
+            // As the owner's join does: a revoked device invited again starts over.
+            if try o.device(d.id) != nil {
+                try o.forgetDeviceInTransaction(d.id)
+                try o.forgetAcknowledgementPoints(member: d.id)
+            }
+            return try o.admitDeviceInTransaction(d.id, now: clock(owner))
+        }
         let rejoining = try m.family() != nil
         try m.write {
             if rejoining { try m.prepareRejoin() }

@@ -13,8 +13,10 @@ import Testing
         let odd = "{ \"type\":\"note\", \"id\":\"r-1\",\"modifiedAt\" : \"\(far)\",\"x\":[1, 2],\"deviceId\":\"M\",\"deleted\":false}"
         let plain = "{\"id\":\"r-2\",\"type\":\"note\",\"modifiedAt\":\"2026-11-30T10:00:00.000Z\",\"deviceId\":\"M\",\"deleted\":false}"
         _ = try s.applyRemote([try Record(line: odd), try Record(line: plain)], now: Timestamp(rfc3339: "2027-12-01T09:00:00.000Z")!)
+        // Both as edits of this device's that have not left the store.
+        try s.db.run("UPDATE records SET prev_at = ?", [.int(RecordApplier.replacedNothing)])
         let before = try s.currentChangeSeq
-        let b = try s.exportRecordBatch(after: 0, upTo: before, maxCount: 10, maxBytes: 1 << 20, bound: OwnVersionBound(device: "M", limit: limit.milliseconds))
+        let b = try s.exportRecordBatch(after: 0, upTo: before, maxCount: 10, maxBytes: 1 << 20, bound: OwnVersionBound(limit: limit.milliseconds))
         #expect(b.count == 2)
         let sent = String(decoding: b.payload, as: UTF8.self).split(separator: "\n").map(String.init)
         // Only the value changed: key order, spacing and unknown fields stay.
@@ -27,15 +29,21 @@ import Testing
         #expect(try s.db.scalarText("SELECT line FROM records WHERE id = 'r-1'") == sent[0])
         #expect(try s.db.scalarInt("SELECT modified_at FROM records WHERE id = 'r-1'") == limit.milliseconds)
         #expect(try s.db.scalarInt("SELECT seq FROM records WHERE id = 'r-1'") == before + 1)
+        // Gone out, it is never pulled back again, whatever a later bound says.
+        try s.write { try s.releaseInTransaction(b.released) }
+        let again = try s.exportRecordBatch(after: 0, upTo: try s.currentChangeSeq, maxCount: 10, maxBytes: 1 << 20,
+                                            bound: OwnVersionBound(limit: Timestamp(rfc3339: "2026-01-01T00:00:00.000Z")!.milliseconds))
+        #expect(again.clamped.isEmpty && again.released.isEmpty)
+        #expect(String(decoding: again.payload, as: UTF8.self) == sent[1] + "\n" + sent[0] + "\n")
     }
 
-    @Test func anotherDevicesVersionGoesOutAsHeldWhateverTheBound() throws {
+    @Test func aVersionThatMayBeElsewhereGoesOutAsHeldWhateverTheBound() throws {
         let (s, dir) = try RT.store()
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let line = "{\"id\":\"r\",\"type\":\"t\",\"modifiedAt\":\"2027-12-01T09:00:00.000Z\",\"deviceId\":\"OTHER\",\"deleted\":false}"
         _ = try s.applyRemote([try Record(line: line)], now: Timestamp(rfc3339: "2027-12-01T09:00:00.000Z")!)
         let b = try s.exportRecordBatch(after: 0, upTo: try s.currentChangeSeq, maxCount: 10, maxBytes: 1 << 20,
-                                        bound: OwnVersionBound(device: "M", limit: Timestamp(rfc3339: "2026-12-01T10:05:00.000Z")!.milliseconds))
+                                        bound: OwnVersionBound(limit: Timestamp(rfc3339: "2026-12-01T10:05:00.000Z")!.milliseconds))
         #expect(String(decoding: b.payload, as: UTF8.self) == line + "\n")
         #expect(b.clamped.isEmpty)
     }
@@ -43,16 +51,15 @@ import Testing
     @Test func anOwnEditIsNeverPulledBackBelowTheVersionItReplaced() throws {
         let (s, dir) = try RT.store()
         defer { try? FileManager.default.removeItem(atPath: dir) }
-        let me = try s.deviceID
         // A version from far ahead of the bound (another device's), then an edit of it here.
         let ahead = Timestamp(rfc3339: "2027-01-01T00:00:00.000Z")!
         _ = try s.applyRemote([try Record(line: "{\"id\":\"r\",\"type\":\"t\",\"modifiedAt\":\"2027-01-01T00:00:00.000Z\",\"deviceId\":\"O\",\"deleted\":false}")], now: ahead)
         _ = try s.applyLocalEdits([try Record(line: "{\"id\":\"r\",\"type\":\"t\",\"data\":{\"v\":2}}", mode: .localEdit)], now: Timestamp(rfc3339: "2026-06-01T00:00:00.000Z")!)
         let limit = Timestamp(rfc3339: "2026-06-01T00:05:00.000Z")!.milliseconds
-        let b = try s.exportRecordBatch(after: 0, upTo: try s.currentChangeSeq, maxCount: 10, maxBytes: 1 << 20, bound: OwnVersionBound(device: me, limit: limit))
+        let b = try s.exportRecordBatch(after: 0, upTo: try s.currentChangeSeq, maxCount: 10, maxBytes: 1 << 20, bound: OwnVersionBound(limit: limit))
         let sent = try Record(line: String(decoding: b.payload.dropLast(), as: UTF8.self))
         #expect(sent.modifiedAt.milliseconds == ahead.milliseconds + 1)
-        #expect(sent.deviceID == me)
+        #expect(sent.deviceID == (try s.deviceID))
     }
 
     @Test func aRowChangedSinceItWasSentKeepsItsNewerVersion() throws {
@@ -60,8 +67,10 @@ import Testing
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let now = Timestamp(rfc3339: "2027-12-01T09:00:00.000Z")!
         _ = try s.applyRemote([try Record(line: "{\"id\":\"r\",\"type\":\"t\",\"modifiedAt\":\"2027-12-01T09:00:00.000Z\",\"deviceId\":\"M\",\"deleted\":false}")], now: now)
+        try s.db.run("UPDATE records SET prev_at = ?", [.int(RecordApplier.replacedNothing)])
         let b = try s.exportRecordBatch(after: 0, upTo: try s.currentChangeSeq, maxCount: 10, maxBytes: 1 << 20,
-                                        bound: OwnVersionBound(device: "M", limit: Timestamp(rfc3339: "2026-12-01T10:05:00.000Z")!.milliseconds))
+                                        bound: OwnVersionBound(limit: Timestamp(rfc3339: "2026-12-01T10:05:00.000Z")!.milliseconds))
+        #expect(b.clamped.count == 1)
         // Another process edits the record before the clamped version is stored.
         _ = try s.applyRemote([try Record(line: "{\"id\":\"r\",\"type\":\"t\",\"modifiedAt\":\"2027-12-01T09:00:01.000Z\",\"deviceId\":\"M\",\"deleted\":false}")], now: now)
         let seq = try s.currentChangeSeq
