@@ -10,8 +10,11 @@ final class Star {
     let owner: String
     var members: [String] = []
     let base = Timestamp(milliseconds: Timestamp.current().milliseconds / 1000 * 1000)
+    /// Per-store clock errors: a store listed here runs every tool (edit,
+    /// sync, gc, join; the owner's serve) with its clock off by this much.
+    var clockOffset: [String: TimeSpan] = [:]
     private var serve: ServeProcess?
-    private var serveDay = -1
+    private var serveNow: String?
     private var serves = 0
 
     init(members count: Int, maxDevices: Int? = nil) throws {
@@ -29,14 +32,21 @@ final class Star {
 
     func day(_ d: Int) -> String { base.adding(.days(Int64(d))).rfc3339 }
 
-    /// The owner's serve, running with the clock of day `d`.
+    /// What `store`'s clock says on day `d`.
+    func clock(_ store: String, day d: Int) -> Timestamp {
+        base.adding(.days(Int64(d))).adding(clockOffset[store] ?? TimeSpan(milliseconds: 0))
+    }
+    func now(_ store: String, day d: Int) -> String { clock(store, day: d).rfc3339 }
+
+    /// The owner's serve, running with the owner's clock of day `d`.
     func server(day d: Int) throws -> ServeProcess {
-        if let s = serve, serveDay == d { return s }
+        let t = now(owner, day: d)
+        if let s = serve, serveNow == t { return s }
         serve?.stop()
         serves += 1
-        let s = try ServeProcess(db: owner, dir: dir, name: "serve\(serves)", extra: ["--now", day(d)])
+        let s = try ServeProcess(db: owner, dir: dir, name: "serve\(serves)", extra: ["--now", t])
         serve = s
-        serveDay = d
+        serveNow = t
         return s
     }
 
@@ -46,17 +56,17 @@ final class Star {
     func stopServe() {
         serve?.stop()
         serve = nil
-        serveDay = -1
+        serveNow = nil
     }
 
     func join(_ member: String, day d: Int) throws -> ToolResult {
-        let offer = try Store(path: owner).makeOffer(ttl: .minutes(10), address: nil, now: base.adding(.days(Int64(d))))
-        return try Tools.run("peer-sync", ["join", "--db", member, "--now", day(d), "--connect", try server(day: d).address], input: offer.text + "\n")
+        let offer = try Store(path: owner).makeOffer(ttl: .minutes(10), address: nil, now: clock(owner, day: d))
+        return try Tools.run("peer-sync", ["join", "--db", member, "--now", now(member, day: d), "--connect", try server(day: d).address], input: offer.text + "\n")
     }
 
     @discardableResult
     func sync(_ member: String, day d: Int) throws -> ToolResult {
-        let r = try Tools.run("peer-sync", ["connect", "--db", member, "--now", day(d), try server(day: d).address])
+        let r = try Tools.run("peer-sync", ["connect", "--db", member, "--now", now(member, day: d), try server(day: d).address])
         // The server's summary comes after its closing handshake; wait for it so the next session is not busy.
         return r
     }
@@ -72,12 +82,12 @@ final class Star {
     }
 
     func edit(_ store: String, day d: Int, _ lines: [String]) throws {
-        let r = try Tools.run("merge-records", ["--db", store, "--stamp", "--now", day(d)], input: lines.joined(separator: "\n") + "\n")
+        let r = try Tools.run("merge-records", ["--db", store, "--stamp", "--now", now(store, day: d)], input: lines.joined(separator: "\n") + "\n")
         #expect(r.status == 0, "stamp on \(store): \(r.err)")
     }
 
     func gc(_ store: String, day d: Int) throws -> JSONValue {
-        let r = try Tools.run("tombstone-gc", ["--db", store, "--now", day(d)])
+        let r = try Tools.run("tombstone-gc", ["--db", store, "--now", now(store, day: d)])
         #expect(r.status == 0, "gc \(store): \(r.err)")
         return try #require(r.json)
     }
