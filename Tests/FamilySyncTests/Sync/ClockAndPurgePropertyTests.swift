@@ -28,7 +28,7 @@ import Testing
         }
     }
 
-    static var scheduleCount: Int { Int(ProcessInfo.processInfo.environment["FAMILY_SYNC_SCHEDULES"] ?? "") ?? 200 }
+    static var scheduleCount: Int { Int(ProcessInfo.processInfo.environment["FAMILY_SYNC_SCHEDULES"] ?? "") ?? 1000 }
     static let year: Int64 = 365
 
     @Test func randomClocksRejoinsAndRestoresConvergeKeepCausalityAndNeverResurrect() throws {
