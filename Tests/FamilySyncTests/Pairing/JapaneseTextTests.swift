@@ -186,3 +186,46 @@ import Testing
         #expect(missed.isEmpty, "not decoded: \(missed)")
     }
 }
+
+/// Two reads of one code that disagree make it not certain, in whatever
+/// order the steps of the ladder deliver them; reads that agree, or codes in
+/// other places (beside it, or drawn inside it), do not.
+@Suite struct DisagreeingReadsTests {
+    static func read(_ text: String, x: Double, y: Double, side: Double) throws -> ScannedCode {
+        // Version 1-M: one byte-mode segment, the terminator, then padding to 16 codewords.
+        var bits: [Int] = [0, 1, 0, 0] + (0..<8).map { (text.utf8.count >> (7 - $0)) & 1 }
+        for b in text.utf8 { bits += (0..<8).map { Int(b >> (7 - UInt8($0))) & 1 } }
+        bits += [0, 0, 0, 0]
+        while bits.count % 8 != 0 { bits.append(0) }
+        var words = stride(from: 0, to: bits.count, by: 8).map { i in UInt8(bits[i..<i + 8].reduce(0) { $0 << 1 | $1 }) }
+        while words.count < 16 { words.append(words.count % 2 == 0 ? 0xEC : 0x11) }
+        let stream = try QRBitstream(codewords: words, level: .M)
+        let c = [ImagePoint(x: x, y: y), ImagePoint(x: x + side, y: y), ImagePoint(x: x + side, y: y + side), ImagePoint(x: x, y: y + side)]
+        return ScannedCode(stream: stream, corners: c)
+    }
+
+    @Test func aDisagreementIsFoundWhateverTheOrderOfTheSteps() throws {
+        let a = try Self.read("one text", x: 100, y: 100, side: 120)
+        // The same code seen again a few pixels off, by another step, reading other bytes.
+        let b = try Self.read("another text", x: 104, y: 97, side: 118)
+        let again = try Self.read("one text", x: 98, y: 101, side: 121)
+        let beside = try Self.read("beside", x: 400, y: 100, side: 120)
+        let inside = try Self.read("inside", x: 140, y: 140, side: 40)
+        var rng = SplitMix64(seed: 0xD15A)
+        for _ in 0..<200 {
+            var steps: [[ScannedCode]] = [[a], [b], [again], [beside], [inside]]
+            for i in stride(from: steps.count - 1, to: 0, by: -1) { steps.swapAt(i, rng.int(0...i)) }
+            // Some steps read two codes at once.
+            if rng.int(0...1) == 1 { steps = [steps[0] + steps[1]] + steps.dropFirst(2) }
+            let codes = QRReader.merge(steps)
+            let here = codes.filter { $0.isSamePlace(as: a) }
+            #expect(here.count == 1)
+            #expect(here.allSatisfy { !$0.isCertain }, "\(here.map(\.text))")
+            #expect(Set(here.flatMap { [$0.text] + $0.disagreeing }) == ["one text", "another text"])
+            #expect(codes.filter { $0.text == "beside" || $0.text == "inside" }.allSatisfy { $0.isCertain })
+            #expect(codes.count == 3)
+        }
+        // Agreeing reads stay certain.
+        #expect(QRReader.merge([[a], [again]]).allSatisfy { $0.isCertain })
+    }
+}
