@@ -31,12 +31,13 @@ public struct QRCharsetChoice: Sendable, Equatable {
 /// read as Japanese (a run of half-width katakana, a run of double-byte
 /// characters, or a kanji-mode segment in the same code); ISO 8859-1 where
 /// they read as Latin text (an accented letter on its own beside ASCII
-/// letters) or fit nothing else. Bytes that fit both Shift_JIS and ISO 8859-1
-/// with evidence for both, or for neither, are an unclear guess.
+/// letters) or fit nothing else. The guess is unclear where the bytes fit
+/// two character sets and the evidence names both or neither: Shift_JIS
+/// and ISO 8859-1, or Japanese Shift_JIS that is also UTF-8 made of
+/// two-byte sequences only.
 public enum QRCharsetGuess {
-    /// Half-width katakana in a row that make a Japanese word: ISO 8859-1
-    /// text never has three high-bit characters in a row that are all in
-    /// 0xA1-0xDF and also not one accented word.
+    /// Half-width katakana in a row that make a Japanese word: Latin text
+    /// rarely has three high-bit characters in a row.
     static let katakanaRun = 3
     /// Double-byte characters in a row that make a Japanese word.
     static let doubleByteRun = 2
