@@ -123,7 +123,7 @@ public enum QRCharsetGuess {
             // three- or four-byte sequence (CJK, emoji) Shift_JIS text almost never forms.
             let long = UTF8Reading(bytes).longSequences
             if japanese.isEmpty || long > 0 { return choice("UTF-8", long > 0 || sjis == nil ? "valid UTF-8" : "valid UTF-8, and not Japanese as Shift_JIS") }
-            return choice(sjis!.longestKatakanaRun >= katakanaRun ? "Shift_JIS" : "UTF-8", clear: false,
+            return choice((sjis?.longestKatakanaRun ?? 0) >= katakanaRun ? "Shift_JIS" : "UTF-8", clear: false,
                           "unclear: fits UTF-8 (two-byte sequences only) and Shift_JIS (\(japanese.joined(separator: ", ")))")
         }
         let latin = latin(bytes)

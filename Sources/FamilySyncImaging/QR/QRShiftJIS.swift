@@ -62,6 +62,7 @@ enum QRShiftJIS {
         for unit in units(b) {
             switch unit {
             case .ascii(let c): out.append(Unicode.Scalar(c))
+            // 0xA1-0xDF is U+FF61-U+FF9F, half-width katakana: always a scalar.
             case .katakana(let c): out.append(Unicode.Scalar(0xFF61 + UInt32(c) - 0xA1)!)
             case .doubleByte(let lead, let trail):
                 if let s = character(lead, trail) {
