@@ -2,7 +2,7 @@
 # pair-scan against zbarimg (the anchor) and zxing-cpp on a seeded corpus of
 # hard photos of pairing codes, upright, turned by 90, 180 and 270 degrees and
 # mirrored: decode rate per orientation and per distortion, wrong texts, time
-# per image.
+# per image. Then Japanese codes photographed (pair_scan_japanese.py).
 # $1: the release bin dir. $BENCH_PYTHON: the bench venv's python.
 # PAIR_SCAN_CORPUS_SIZE (default 220) and PAIR_SCAN_SEED change the corpus;
 # PAIR_SCAN_ROTATIONS (default "0 90 180 270 mirror") and PAIR_SCAN_LIMIT (first N
@@ -21,3 +21,8 @@ if [ ! -s "$corpus/manifest.tsv" ]; then
     "$py" "$here/pair_scan_corpus.py" "$corpus" "$size" "$seed"
 fi
 "$py" "$here/pair_scan_bench.py" "$corpus" "$bin/pair-scan" "$(command -v zbarimg)"
+# Japanese codes photographed (qrencode -8 and -k from Shift_JIS input): exact
+# reads, wrong texts and misses counted apart; fails on any wrong text from pair-scan.
+command -v qrencode >/dev/null || { echo "qrencode not found (Debian qrencode)"; exit 1; }
+"$py" "$here/pair_scan_japanese.py" "$here/out/pair-scan-japanese-${PAIR_SCAN_JAPANESE_SEED:-20261202}" "$bin/pair-scan" \
+    "$(command -v zbarimg)" "${PAIR_SCAN_JAPANESE_SEED:-20261202}"

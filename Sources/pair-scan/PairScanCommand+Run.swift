@@ -50,7 +50,14 @@ extension PairScanCommand {
         let result = reader.scan(image)
         warnIncomplete(result, name: name, ctx: ctx)
         guard !result.codes.isEmpty else { throw ToolError(.negative, "\(name): no QR code found") }
+        var printed = 0
         for c in result.codes {
+            // --json prints every code with its doubt said; the others print only what is beyond doubt.
+            if output != .json, let doubt = doubt(c, bytesOnly: output == .bytes) {
+                ctx.warn("\(name): left out a QR code whose text is not certain (\(doubt)); --json shows it")
+                continue
+            }
+            printed += 1
             switch output {
             case .raw: try ctx.out.write(Array(c.text.utf8) + [0x0A])
             case .bytes: try ctx.out.write(c.bytes)
@@ -58,6 +65,18 @@ extension PairScanCommand {
             case .offer: break
             }
         }
+        if printed == 0 { throw ToolError(.negative, "\(name): nothing decoded beyond doubt") }
+    }
+
+    /// Why a code's text (or, for --bytes, its bytes) is not certain; nil when it is.
+    static func doubt(_ c: ScannedCode, bytesOnly: Bool = false) -> String? {
+        if let other = c.disagreeing.first {
+            var q = ""
+            JSONValue.writeString(String(other.prefix(quotedTextLimit)), to: &q)
+            return "another read of it gave \(q)"
+        }
+        if !bytesOnly, !c.charset.clear { return "character set \(c.charset.reason)" }
+        return nil
     }
 
     /// Structured-append sequences left out for a missing (or conflicting) part.
@@ -70,6 +89,14 @@ extension PairScanCommand {
         let point: (ImagePoint) -> JSONValue = { .array([.double(($0.x * 10).rounded() / 10), .double(($0.y * 10).rounded() / 10)]) }
         var fields: [(String, JSONValue)] = [
             ("text", .string(c.text)),
+            ("certain", .bool(c.isCertain)),
+            ("charset", .object([
+                ("name", c.charset.charset.map { .string($0) } ?? .null),
+                ("source", .string(c.charset.source.rawValue)),
+                ("clear", .bool(c.charset.clear)),
+                ("reason", .string(c.charset.reason)),
+            ])),
+            ("disagreeing", .array(c.disagreeing.map { .string($0) })),
             ("bytes", .string(Base64URL.encodeStandard(c.bytes))),
         ]
         if let s = c.stream {
@@ -109,7 +136,7 @@ extension PairScanCommand {
     static func scanOffer(_ image: GrayImage, name: String, reader: QRReader, ctx: ToolContext) throws {
         let now = ctx.now
         @Sendable func offer(_ c: ScannedCode) -> PairingOffer? {
-            guard let o = try? PairingOffer(text: c.text), o.expiresAt > now else { return nil }
+            guard c.isCertain, let o = try? PairingOffer(text: c.text), o.expiresAt > now else { return nil }
             return o
         }
         let result = reader.scan(image) { found in found.contains { offer($0) != nil } }

@@ -87,7 +87,7 @@ import Testing
         let p = try PairScanTests.png([.eci(26), .bytes(Array("Grüße".utf8)), .numeric("2026")], in: d, "eci.png")
         let r = try Tools.run("pair-scan", ["--json", p])
         #expect(r.status == 0, "\(r.err)")
-        #expect(r.out == #"{"text":"Grüße2026","bytes":"R3LDvMOfZTIwMjY=","modes":["byte","numeric"],"eci":26,"segments":[{"mode":"byte","eci":26,"bytes":"R3LDvMOfZQ=="},{"mode":"numeric","eci":26,"bytes":"MjAyNg=="}],"version":1,"level":"M","corners":[[16,16],[100,16],[100,100],[16,100]],"sequence":null}"# + "\n")
+        #expect(r.out == #"{"text":"Grüße2026","certain":true,"charset":{"name":"UTF-8","source":"eci","clear":true,"reason":"ECI 26"},"disagreeing":[],"bytes":"R3LDvMOfZTIwMjY=","modes":["byte","numeric"],"eci":26,"segments":[{"mode":"byte","eci":26,"bytes":"R3LDvMOfZQ=="},{"mode":"numeric","eci":26,"bytes":"MjAyNg=="}],"version":1,"level":"M","corners":[[16,16],[100,16],[100,100],[16,100]],"sequence":null}"# + "\n")
         let both = try Tools.run("pair-scan", ["--json", "--raw", p])
         #expect(both.status == 64 && both.err.contains("cannot be used together"))
     }

@@ -124,10 +124,19 @@ public struct QRReader: Sendable {
     static func mergeWithSequences(_ lists: [[ScannedCode]]) -> (codes: [ScannedCode], incomplete: [QRSequence.Incomplete]) {
         var out: [ScannedCode] = []
         for list in lists {
-            for c in list {
+            for var c in list {
                 if let k = out.firstIndex(where: { $0.isSameCode(as: c) }) {
                     // A read with a parsed bitstream says more than zbar's bytes.
-                    if out[k].stream == nil, c.stream != nil { out[k] = c }
+                    if out[k].stream == nil, c.stream != nil { c.disagreeing = out[k].disagreeing; out[k] = c }
+                } else if let k = out.firstIndex(where: { $0.isSamePlace(as: c) }) {
+                    // Other bytes in the same place: zbar's ECI data (converted
+                    // by zbar) when the texts agree, else two reads of one code
+                    // that disagree, and which is right is not ours to guess.
+                    if out[k].text == c.text {
+                        if out[k].stream == nil, c.stream != nil { c.disagreeing = out[k].disagreeing; out[k] = c }
+                    } else {
+                        for t in [c.text] + c.disagreeing where t != out[k].text && !out[k].disagreeing.contains(t) { out[k].disagreeing.append(t) }
+                    }
                 } else {
                     out.append(c)
                 }

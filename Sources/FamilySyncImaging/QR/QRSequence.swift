@@ -89,5 +89,6 @@ extension ScannedCode {
         let stream = QRSequence.joinedStream(parts.map { $0.stream! })
         self.init(stream: stream, corners: parts[0].corners)
         self.parts = parts
+        for t in parts.flatMap(\.disagreeing) where !disagreeing.contains(t) { disagreeing.append(t) }
     }
 }

@@ -3,12 +3,11 @@ import Glibc
 
 /// Turns a code's segments into the text the code means, always valid UTF-8:
 /// - a segment under an ECI is converted from the character set it names;
-/// - byte-mode data without an ECI is decided as ZXing-family readers
-///   decide it, over all such data of the code at once: valid UTF-8 is
-///   UTF-8, else plausible Shift-JIS (how most Japanese generators write) is
-///   Shift-JIS, else ISO 8859-1 (the standard's default);
-/// - kanji mode is Shift-JIS, hanzi mode GB 2312, numeric and alphanumeric ASCII.
-/// Bytes that are invalid in their declared character set become U+FFFD.
+/// - byte-mode data without an ECI is decided by `QRCharsetGuess`, over all
+///   such data of the code at once, as its maker most likely meant it;
+/// - kanji mode is Shift_JIS (`QRShiftJIS`), hanzi mode GB 2312, numeric and
+///   alphanumeric ASCII.
+/// Bytes that are invalid in their character set become U+FFFD.
 public enum QRText {
     /// The character set an ECI designates (AIM ECI assignments), as iconv names it; nil for one this reader does not know.
     public static func charset(eci: UInt32) -> String? {
@@ -17,7 +16,7 @@ public enum QRText {
         case 1, 3: return "ISO-8859-1"
         case 4...13: return "ISO-8859-\(eci - 2)"
         case 15...18: return "ISO-8859-\(eci - 2)"
-        case 20: return "SHIFT_JIS"
+        case 20: return "Shift_JIS"
         case 21: return "CP1250"
         case 22: return "CP1251"
         case 23: return "CP1252"
@@ -34,16 +33,20 @@ public enum QRText {
         }
     }
 
-    /// The character set chosen for byte-mode data that declares none.
-    public static func guessCharset(_ bytes: [UInt8]) -> String {
-        if String(validating: bytes, as: UTF8.self) != nil { return "UTF-8" }
-        if isPlausibleShiftJIS(bytes) { return "SHIFT_JIS" }
-        return "ISO-8859-1"
-    }
-
-    public static func text(_ stream: QRBitstream) -> String {
+    /// A code's text, and how the character set of its byte-mode data was decided.
+    public static func decode(_ stream: QRBitstream) -> (text: String, charset: QRCharsetChoice) {
         let undeclared = stream.segments.filter { $0.mode == .byte && $0.eci == nil }.flatMap(\.bytes)
-        let guessed = guessCharset(undeclared)
+        let declared = stream.segments.first { $0.mode == .byte && $0.eci != nil }
+        let choice: QRCharsetChoice
+        if stream.segments.contains(where: { $0.mode == .byte && $0.eci == nil }) {
+            choice = QRCharsetGuess.guess(undeclared, kanjiInCode: stream.segments.contains { $0.mode == .kanji })
+        } else if let d = declared, let eci = d.eci {
+            choice = QRCharsetChoice(charset: charset(eci: eci) ?? "ISO-8859-1", source: .eci, clear: true,
+                                     reason: charset(eci: eci) == nil ? "ECI \(eci), unknown here: shown byte for byte" : "ECI \(eci)")
+        } else {
+            choice = .noByteData
+        }
+        let guessed = choice.source == .guess ? choice.charset ?? "ISO-8859-1" : "ISO-8859-1"
         var out = ""
         // Adjacent byte segments in one character set convert as one run: a
         // multi-byte character may straddle two (the parts of a structured-append sequence).
@@ -62,53 +65,26 @@ public enum QRText {
             flush()
             switch s.mode {
             case .numeric, .alphanumeric: out += String(decoding: s.bytes, as: UTF8.self)
-            case .kanji: out += convert(s.bytes, from: "SHIFT_JIS")
+            case .kanji: out += convert(s.bytes, from: "Shift_JIS")
             case .hanzi: out += convert(s.bytes, from: "GB18030")
             case .byte: break
             }
         }
         flush()
-        return out
+        return (out, choice)
     }
+
+    public static func text(_ stream: QRBitstream) -> String { decode(stream).text }
 
     /// Bytes that zbar read from a code (it hands over one run of bytes, with
-    /// ECI data already converted to UTF-8): decided as undeclared byte-mode data.
-    public static func text(zbarBytes b: [UInt8]) -> String { convert(b, from: guessCharset(b)) }
-
-    /// Shift-JIS that a Japanese generator would write, and not Latin-1 that
-    /// happens to parse: every byte fits Shift-JIS's structure (ASCII,
-    /// half-width katakana, or a JIS X 0208 lead and trail byte), iconv maps
-    /// it, there is a double-byte character, and either a byte in 0x80-0x9F
-    /// (C1 control codes in ISO 8859-1, never in real text) or two
-    /// double-byte characters in a row (a Japanese word).
-    static func isPlausibleShiftJIS(_ b: [UInt8]) -> Bool {
-        var i = 0, doubles = 0, run = 0, longestRun = 0, c1 = false
-        while i < b.count {
-            let c = b[i]
-            if c < 0x80 || (0xA1...0xDF).contains(c) {
-                run = 0
-                i += 1
-                continue
-            }
-            guard (0x81...0x9F).contains(c) || (0xE0...0xEF).contains(c), i + 1 < b.count else { return false }
-            let t = b[i + 1]
-            guard (0x40...0xFC).contains(t), t != 0x7F else { return false }
-            if (0x80...0x9F).contains(c) || (0x80...0x9F).contains(t) { c1 = true }
-            doubles += 1
-            run += 1
-            longestRun = max(longestRun, run)
-            i += 2
-        }
-        guard doubles > 0, c1 || longestRun >= 2 else { return false }
-        return strictConvert(b, from: "SHIFT_JIS") != nil
+    /// ECI data already converted to UTF-8): decided as undeclared byte-mode
+    /// data, with nothing known of the code's segments.
+    public static func decode(zbarBytes b: [UInt8]) -> (text: String, charset: QRCharsetChoice) {
+        let choice = QRCharsetGuess.guess(b)
+        return (convert(b, from: choice.charset ?? "ISO-8859-1"), choice)
     }
 
-    /// iconv, failing on any invalid or unmapped byte.
-    static func strictConvert(_ input: [UInt8], from charset: String) -> String? {
-        var bad = false
-        let s = convert(input, from: charset) { bad = true }
-        return bad ? nil : s
-    }
+    public static func text(zbarBytes b: [UInt8]) -> String { decode(zbarBytes: b).text }
 
     /// Converts to UTF-8 with iconv; each byte iconv cannot map becomes U+FFFD.
     static func convert(_ input: [UInt8], from charset: String, onInvalid: () -> Void = {}) -> String {
@@ -119,6 +95,7 @@ public enum QRText {
             return String(decoding: input, as: UTF8.self)
         }
         if charset == "ISO-8859-1" { return String(String.UnicodeScalarView(input.map { Unicode.Scalar($0) })) }
+        if charset == "Shift_JIS" { return QRShiftJIS.decode(input, onInvalid: onInvalid) }
         let cd = iconv_open("UTF-8", charset)
         guard cd != iconv_t(bitPattern: -1) else {
             onInvalid()

@@ -11,6 +11,11 @@ public struct ImagePoint: Sendable, Equatable {
 public struct ScannedCode: Sendable, Equatable {
     /// The code's text, always valid UTF-8 (see `QRText`).
     public var text: String
+    /// How the character set of its byte-mode data was decided.
+    public var charset: QRCharsetChoice
+    /// Texts that other reads of this same code gave (another engine, or
+    /// another step of the ladder): empty when every read agreed.
+    public var disagreeing: [String] = []
     /// The bytes of its segments, exactly as coded, end to end.
     public var bytes: [UInt8]
     /// The parsed bitstream (modes, ECIs, version); nil when zbar read the
@@ -30,15 +35,28 @@ public struct ScannedCode: Sendable, Equatable {
     init(stream: QRBitstream, corners: [ImagePoint]) {
         self.stream = stream
         self.bytes = stream.bytes
-        self.text = QRText.text(stream)
+        (self.text, self.charset) = QRText.decode(stream)
         self.corners = corners
     }
 
     init(zbarBytes: [UInt8], corners: [ImagePoint]) {
         self.stream = nil
         self.bytes = zbarBytes
-        self.text = QRText.text(zbarBytes: zbarBytes)
+        (self.text, self.charset) = QRText.decode(zbarBytes: zbarBytes)
         self.corners = corners
+    }
+
+    /// Whether the text is what the code means beyond doubt: its character
+    /// set declared or clearly guessed, and no other read of it said otherwise.
+    /// A code that is not certain is nothing decoded, unless the caller
+    /// asks for everything with the doubt said (`--json`).
+    public var isCertain: Bool { charset.clear && disagreeing.isEmpty }
+
+    /// The stream's text and character set taken into this code.
+    mutating func take(_ stream: QRBitstream) {
+        self.stream = stream
+        bytes = stream.bytes
+        (text, charset) = QRText.decode(stream)
     }
 
     public var center: ImagePoint {
@@ -70,6 +88,15 @@ public struct ScannedCode: Sendable, Equatable {
         let c = center, d = o.center
         let dist = ((c.x - d.x) * (c.x - d.x) + (c.y - d.y) * (c.y - d.y)).squareRoot()
         return dist < max(side, o.side) / 2
+    }
+
+    /// Where another read of this code would be, whatever it read: centres
+    /// closer than half its size, and sides within a third of each other (a
+    /// code drawn inside another is in another place).
+    func isSamePlace(as o: ScannedCode) -> Bool {
+        let c = center, d = o.center
+        let dist = ((c.x - d.x) * (c.x - d.x) + (c.y - d.y) * (c.y - d.y)).squareRoot()
+        return dist < max(side, o.side) / 2 && min(side, o.side) * 1.5 >= max(side, o.side)
     }
 
     /// Whether this code's box lies inside `o`'s (a code drawn within a code).

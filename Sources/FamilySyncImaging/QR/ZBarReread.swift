@@ -43,9 +43,7 @@ enum ZBarReread {
                       stream.bytes == code.bytes || QRText.text(stream) == code.text || isPart(stream.bytes, of: code) else { continue }
                 var out = code
                 out.isUnheadedPart = false
-                out.stream = stream
-                out.bytes = stream.bytes
-                out.text = QRText.text(stream)
+                out.take(stream)
                 return out
             }
         }

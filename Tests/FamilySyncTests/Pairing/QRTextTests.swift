@@ -91,15 +91,15 @@ import Testing
     }
 
     @Test func guessingRules() {
-        #expect(QRText.guessCharset(Array("plain".utf8)) == "UTF-8")
-        #expect(QRText.guessCharset(QRTextTests.sjisSentence) == "SHIFT_JIS")
+        #expect(QRCharsetGuess.guess(Array("plain".utf8)).charset == "UTF-8")
+        #expect(QRCharsetGuess.guess(QRTextTests.sjisSentence).charset == "Shift_JIS")
         // Latin-1 that happens to fit Shift-JIS's structure (é then s is a lead and trail byte) is not taken for it.
-        #expect(QRText.guessCharset([0x72, 0xE9, 0x73, 0x75, 0x6D, 0xE9, 0x73]) == "ISO-8859-1")
-        #expect(QRText.guessCharset([0x41, 0x93]) == "ISO-8859-1")
-        #expect(QRText.guessCharset([0xFF, 0xFE]) == "ISO-8859-1")
+        #expect(QRCharsetGuess.guess([0x72, 0xE9, 0x73, 0x75, 0x6D, 0xE9, 0x73]).charset == "ISO-8859-1")
+        #expect(QRCharsetGuess.guess([0x41, 0x93]).charset == "ISO-8859-1")
+        #expect(QRCharsetGuess.guess([0xFF, 0xFE]).charset == "ISO-8859-1")
         // Invalid bytes under a declared charset become U+FFFD, never invalid UTF-8.
         #expect(QRText.convert([0x41, 0xFF, 0x42], from: "UTF-8") == "A\u{FFFD}B")
-        #expect(QRText.convert([0x41, 0x81], from: "SHIFT_JIS") == "A\u{FFFD}")
+        #expect(QRText.convert([0x41, 0x81], from: "Shift_JIS") == "A\u{FFFD}")
     }
 
     @Test func theVersionTableIsLibqrencodes() {

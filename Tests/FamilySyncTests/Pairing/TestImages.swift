@@ -111,8 +111,13 @@ enum TestImages {
 
     /// One hard image: a code under `kind` (strongly) and mild camera noise.
     static func hard(_ kind: Distortion, text: String, rng: inout SplitMix64) throws -> GrayImage {
+        try hard(kind, segments: [.alphanumeric(text)], rng: &rng)
+    }
+
+    /// One hard image of a code made of `segments` (any modes), level M.
+    static func hard(_ kind: Distortion, segments: [QRCode.Segment], rng: inout SplitMix64) throws -> GrayImage {
         let module = kind == .downscale ? 6 : rng.int(3...4)
-        let code = try code(text, level: .M, module: module)
+        let code = try QRRenderer(code: QRCode.encode(segments: segments, level: .M), margin: 4, moduleSize: module).raster()
         let side = Double(code.width)
         let W = kind == .downscale ? 720 : 420, H = kind == .downscale ? 600 : 400
         let cx = Double(W) / 2 + rng.uniform(-12, 12), cy = Double(H) / 2 + rng.uniform(-12, 12)
