@@ -1,6 +1,6 @@
 """A file system for power-cut tests: writes stay in memory until fsync.
 
-    python3 powercut_fs.py DISK MOUNTPOINT [--cut-at-fsync K] [--cut-at-write K] [--count NAME]...
+    python3 powercut_fs.py DISK MOUNTPOINT [--cut-at-fsync K] [--cut-at-write K] [--fail-fsync] [--count NAME]...
 
 DISK is an ordinary folder standing for the platters: only what was fsynced
 reaches it. A file's contents reach DISK when the file is fsynced; a name
@@ -12,6 +12,7 @@ reboot: the tree is what was synced, nothing newer.
 With --cut-at-fsync K (or --cut-at-write K) the power goes at the K-th fsync
 (or write) of a file whose name is one of the --count names: that call never
 completes, the process exits at once and leaves DISK/cut.json saying where.
+With --fail-fsync every fsync of a counted file fails with EIO (a dying disk).
 On a clean unmount DISK/counts.json holds how many of each were seen.
 
 Files are numbered (inodes); DISK/manifest.json holds each folder's synced
@@ -51,8 +52,9 @@ class Node:
 class PowerCutFS(fuse.Operations):
     use_ns = True
 
-    def __init__(self, disk, counted, cut_fsync, cut_write):
+    def __init__(self, disk, counted, cut_fsync, cut_write, fail_fsync=False):
         self.disk = os.path.abspath(disk)
+        self.fail_fsync = fail_fsync
         self.counted = set(counted)
         self.cut_fsync = cut_fsync
         self.cut_write = cut_write
@@ -269,6 +271,8 @@ class PowerCutFS(fuse.Operations):
                 self.fsyncs += 1
                 if self.fsyncs == self.cut_fsync:
                     self._cut("fsync", self.fsyncs, path)
+                if self.fail_fsync:
+                    raise fuse.FuseOSError(errno.EIO)
             n = self._find(path)
             tmp = os.path.join(self.disk, "blobs", "%d.tmp" % n.ino)
             with open(tmp, "wb") as f:
@@ -292,7 +296,7 @@ class PowerCutFS(fuse.Operations):
 
 def main(argv):
     args = list(argv)
-    counted, cut_fsync, cut_write = [], 0, 0
+    counted, cut_fsync, cut_write, fail_fsync = [], 0, 0, False
     positional = []
     while args:
         a = args.pop(0)
@@ -302,12 +306,14 @@ def main(argv):
             cut_fsync = int(args.pop(0))
         elif a == "--cut-at-write":
             cut_write = int(args.pop(0))
+        elif a == "--fail-fsync":
+            fail_fsync = True
         else:
             positional.append(a)
     if len(positional) != 2:
-        sys.exit("usage: powercut_fs.py DISK MOUNTPOINT [--cut-at-fsync K] [--cut-at-write K] [--count NAME]...")
+        sys.exit("usage: powercut_fs.py DISK MOUNTPOINT [--cut-at-fsync K] [--cut-at-write K] [--fail-fsync] [--count NAME]...")
     disk, mountpoint = positional
-    fs = PowerCutFS(disk, counted, cut_fsync, cut_write)
+    fs = PowerCutFS(disk, counted, cut_fsync, cut_write, fail_fsync)
     fuse.FUSE(fs, mountpoint, foreground=True, nothreads=True, fsname="powercut")
 
 
