@@ -46,12 +46,13 @@ public final class ToolContext {
         return true
     }
 
-    /// Closes the store opened by `store()`, if any, syncing what it holds
-    /// first: a failed sync or close is the tool's error.
+    /// Closes the store opened by `store()`, if any, syncing first what this
+    /// tool wrote (each commit was synced already; this is the check that
+    /// says so): a failed sync or close is the tool's error.
     func closeStore() throws {
         guard let s = openedStore else { return }
         openedStore = nil
-        try s.makeDurable()
+        if s.db.hasWritten { try s.makeDurable() }
         try s.close()
     }
 

@@ -186,6 +186,8 @@ public final class Database {
     }
 
     public var changes: Int { Int(sqlite3_changes(handle)) }
+    /// Whether this connection has changed any row since it opened.
+    public var hasWritten: Bool { sqlite3_total_changes64(handle) > 0 }
     public var lastInsertRowID: Int64 { sqlite3_last_insert_rowid(handle) }
 
     /// A single integer from a query, or nil when there is no row.

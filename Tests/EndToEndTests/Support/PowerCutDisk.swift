@@ -53,13 +53,15 @@ final class PowerCutDisk {
 
     /// Mounts the disk as it was last synced; with `cutAtFsync` or
     /// `cutAtWrite` the power goes at that fsync or write of the store or its
-    /// log; with `failingFsync` every fsync of them fails (EIO).
-    func mount(cutAtFsync: Int? = nil, cutAtWrite: Int? = nil, failingFsync: Bool = false) throws {
+    /// log; with `failingFsync` every fsync of them fails (EIO). With
+    /// `countingFromArm`, fsyncs and writes count only from `arm()` on.
+    func mount(cutAtFsync: Int? = nil, cutAtWrite: Int? = nil, failingFsync: Bool = false, countingFromArm: Bool = false) throws {
         try? FileManager.default.removeItem(atPath: disk + "/cut.json")
         var argv = [Self.python, Self.script, disk, mountpoint, "--count", "store.db", "--count", "store.db-wal"]
         if let k = cutAtFsync { argv += ["--cut-at-fsync", String(k)] }
         if let k = cutAtWrite { argv += ["--cut-at-write", String(k)] }
         if failingFsync { argv.append("--fail-fsync") }
+        if countingFromArm { argv.append("--count-after-sigusr1") }
         let p = try DaemonProcess(argv, dir: dir, name: "\(name).fs")
         fs = p
         let deadline = Date().addingTimeInterval(20)
@@ -77,6 +79,12 @@ final class PowerCutDisk {
     var isMounted: Bool {
         var a = stat(), b = stat()
         return stat(mountpoint, &a) == 0 && stat(dir.path, &b) == 0 && a.st_dev != b.st_dev
+    }
+
+    /// Starts counting fsyncs and writes (see `mount`): they count from the
+    /// file system's next request on.
+    func arm() {
+        if let fs { kill(fs.pid, SIGUSR1) }
     }
 
     /// The power goes: everything not synced is gone.

@@ -1,6 +1,7 @@
 """A file system for power-cut tests: writes stay in memory until fsync.
 
-    python3 powercut_fs.py DISK MOUNTPOINT [--cut-at-fsync K] [--cut-at-write K] [--fail-fsync] [--count NAME]...
+    python3 powercut_fs.py DISK MOUNTPOINT [--cut-at-fsync K] [--cut-at-write K] [--fail-fsync]
+                           [--count-after-sigusr1] [--count NAME]...
 
 DISK is an ordinary folder standing for the platters: only what was fsynced
 reaches it. A file's contents reach DISK when the file is fsynced; a name
@@ -12,7 +13,8 @@ reboot: the tree is what was synced, nothing newer.
 With --cut-at-fsync K (or --cut-at-write K) the power goes at the K-th fsync
 (or write) of a file whose name is one of the --count names: that call never
 completes, the process exits at once and leaves DISK/cut.json saying where.
-With --fail-fsync every fsync of a counted file fails with EIO (a dying disk).
+With --count-after-sigusr1 the counting starts at SIGUSR1 (a session about
+to begin), not at the mount. With --fail-fsync every fsync of a counted file fails with EIO (a dying disk).
 On a clean unmount DISK/counts.json holds how many of each were seen.
 
 Files are numbered (inodes); DISK/manifest.json holds each folder's synced
@@ -22,6 +24,7 @@ entries and each file's mode, DISK/blobs/N the N-th file's synced bytes.
 import errno
 import json
 import os
+import signal
 import stat
 import sys
 import threading
@@ -55,6 +58,7 @@ class PowerCutFS(fuse.Operations):
     def __init__(self, disk, counted, cut_fsync, cut_write, fail_fsync=False):
         self.disk = os.path.abspath(disk)
         self.fail_fsync = fail_fsync
+        self.counting = True
         self.counted = set(counted)
         self.cut_fsync = cut_fsync
         self.cut_write = cut_write
@@ -106,7 +110,7 @@ class PowerCutFS(fuse.Operations):
         os._exit(0)
 
     def _counted(self, path):
-        return os.path.basename(path) in self.counted
+        return self.counting and os.path.basename(path) in self.counted
 
     def _find(self, path):
         node = self.root
@@ -296,7 +300,7 @@ class PowerCutFS(fuse.Operations):
 
 def main(argv):
     args = list(argv)
-    counted, cut_fsync, cut_write, fail_fsync = [], 0, 0, False
+    counted, cut_fsync, cut_write, fail_fsync, armed_later = [], 0, 0, False, False
     positional = []
     while args:
         a = args.pop(0)
@@ -308,12 +312,19 @@ def main(argv):
             cut_write = int(args.pop(0))
         elif a == "--fail-fsync":
             fail_fsync = True
+        elif a == "--count-after-sigusr1":
+            armed_later = True
         else:
             positional.append(a)
     if len(positional) != 2:
-        sys.exit("usage: powercut_fs.py DISK MOUNTPOINT [--cut-at-fsync K] [--cut-at-write K] [--fail-fsync] [--count NAME]...")
+        sys.exit("usage: powercut_fs.py DISK MOUNTPOINT [--cut-at-fsync K] [--cut-at-write K] [--fail-fsync] "
+                 "[--count-after-sigusr1] [--count NAME]...")
     disk, mountpoint = positional
     fs = PowerCutFS(disk, counted, cut_fsync, cut_write, fail_fsync)
+    if armed_later:
+        fs.counting = False
+        # Runs on this (the only) thread before the next request is served.
+        signal.signal(signal.SIGUSR1, lambda *_: setattr(fs, "counting", True))
     fuse.FUSE(fs, mountpoint, foreground=True, nothreads=True, fsname="powercut")
 
 
