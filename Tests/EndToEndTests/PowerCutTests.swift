@@ -132,6 +132,44 @@ struct PowerCutTests {
         #expect(c2.json?.int("records", "sent") == 0)
     }
 
+    @Test func aPurgeARenameARevocationAndABackupBesideServeSurviveACut() throws {
+        let dir = TempDir()
+        let disk = try PowerCutDisk(dir: dir, name: "owner")
+        _ = try Self.owner(disk, dir: dir)
+        let first = try ServeProcess(db: disk.store, dir: dir, name: "serve1")
+        // A tombstone old enough to purge, purged while the family has no other device.
+        let del = try Tools.run("merge-records", ["--db", disk.store, "--stamp", "--now", "2020-01-01T00:00:00Z"],
+                                input: "{\"id\":\"gone\",\"type\":\"receipt\",\"deleted\":true}\n")
+        #expect(del.status == 0, "\(del.err)")
+        let gc = try Tools.run("tombstone-gc", ["--db", disk.store, "--now", "2030-01-01T00:00:00Z"])
+        #expect(gc.status == 0, "\(gc.err)")
+        #expect(gc.json?.int("purged") == 1, "\(gc.out)")
+        // The purge at a later --now cleared the expired offer: one new offer per member.
+        let kids = [dir.file("kid1.db"), dir.file("kid2.db")]
+        for (i, kid) in kids.enumerated() {
+            let o = try Tools.run("pair-qr", ["--db", disk.store, "--format", "text", "-o", dir.file("pair\(i).txt")])
+            let j = try Household.join(kid, server: first, offer: try #require(o.json?["qr"]?.stringValue))
+            #expect(j.status == 0, "\(j.err)")
+        }
+        let (a, b) = (try Household.device(kids[0]), try Household.device(kids[1]))
+        let rename = try Tools.run("peer-sync", ["rename", "--db", disk.store, a, "Anna's tablet"])
+        #expect(rename.status == 0, "\(rename.err)")
+        let revoke = try Tools.run("peer-sync", ["revoke", "--db", disk.store, b])
+        #expect(revoke.status == 0, "\(revoke.err)")
+        #expect(try Self.stamp(disk.store, prefix: "r", count: 3).status == 0)
+        let backup = try Tools.run("merge-records", ["--db", disk.store, "--backup", disk.mountpoint + "/backup.db"])
+        #expect(backup.status == 0, "\(backup.err)")
+        kill(first.pid, SIGKILL)
+        _ = first.waitForExit()
+        disk.cut()
+        try disk.mount()
+        let s = try Store(path: disk.store, create: false)
+        #expect(try s.device(a)?.name == "Anna's tablet", "the rename")
+        #expect(try s.device(b)?.revokedAt != nil, "the revocation")
+        #expect(try Self.soundIDs(disk.store) == Self.ids("r", 3), "the stamps and the purge")
+        #expect(try Self.soundIDs(disk.mountpoint + "/backup.db") == Self.ids("r", 3), "the backup")
+    }
+
     @Test func aFailedSyncIsAnErrorNeverExitZero() throws {
         let dir = TempDir()
         let disk = try PowerCutDisk(dir: dir, name: "owner")
