@@ -63,6 +63,33 @@ struct PowerCutTests {
         for h in hashes { #expect(try store.db.scalarInt("SELECT count(*) FROM photos WHERE sha256 = ?", [.text(h)]) == 1, "photo \(h) lost") }
     }
 
+    @Test func stampsWhileConnectHoldsTheStoreSurviveACut() throws {
+        let dir = TempDir()
+        let disk = try PowerCutDisk(dir: dir, name: "kid")
+        let owner = dir.file("owner.db")
+        let offer = try Household.owner(owner)
+        let join = try ServeProcess(db: owner, dir: dir, name: "serve-join")
+        #expect(try Household.join(disk.store, server: join, offer: offer).status == 0)
+        join.stop()
+        // An owner that never answers for its photos: connect waits in the wave, holding the store.
+        try Household.addRecords(owner, prefix: "o", count: 3, photos: (0..<3).map { Household.photo(8000 + $0) })
+        let serve = try ServeProcess(db: owner, dir: dir, name: "serve-silent", extra: ["--fault-inject-skip-photo-replies"])
+        defer { serve.stop() }
+        let events = dir.file("connect.events")
+        let connect = try BackgroundRun("peer-sync", ["connect", "--db", disk.store, "--wave-timeout", "60s", "--events", events, serve.address],
+                                        dir: dir, name: "connect")
+        try HouseholdNetworkTests.waitFor("connect to wait for photos") {
+            (try? String(contentsOfFile: events, encoding: .utf8))?.contains("\"phase\":\"photos\"") == true
+        }
+        let s = try Self.stamp(disk.store, prefix: "k", count: 30)
+        #expect(s.status == 0, "\(s.err)")
+        #expect(connect.process.isRunning, "connect held the store throughout")
+        kill(connect.pid, SIGKILL)
+        disk.cut()
+        try disk.mount()
+        #expect(try Self.soundIDs(disk.store).isSuperset(of: Self.ids("k", 30)), "the stamps made while connect held the store")
+    }
+
     @Test func anOfferPairQRPrintedBesideServeSurvivesACut() throws {
         let dir = TempDir()
         let disk = try PowerCutDisk(dir: dir, name: "owner")
