@@ -59,9 +59,9 @@ let package = Package(
 
         .testTarget(name: "FamilySyncTests", dependencies: ["FamilySync", "FamilySyncImaging", "FamilySyncCLI", "FamilySyncFuzz"],
                     resources: [.copy("Vectors")]),
-        // The zsh completion driver is a script the tests run, not a source.
+        // The zsh completion driver and the power-cut file system are scripts the tests run, not sources.
         .testTarget(name: "EndToEndTests", dependencies: ["FamilySync", "FamilySyncImaging", "FamilySyncCLI"],
-                    exclude: ["Support/zsh-complete.zsh"]),
+                    exclude: ["Support/zsh-complete.zsh", "Support/powercut_fs.py"]),
     ],
     swiftLanguageModes: [.v6],
     cxxLanguageStandard: .cxx17

@@ -4,6 +4,21 @@ import FamilySync
 /// The mdoc(7) man page of a tool, generated from its declaration so it
 /// cannot drift from the parser.
 public enum ManPage {
+    /// What survives a power cut, the same on every tool's page (docs/design.md, "Durable before done").
+    static let powerCuts = """
+        Nothing a tool reports done is lost to a power cut. A command that \
+        writes to the store (a stamp, an apply, a photo, an offer, a \
+        revocation, a rename, tombstone-gc, a backup, a saved proof) exits 0 \
+        only once its write is on disk, also while peer-sync serve holds the \
+        store. A sync sends its DONE only once what it received is on disk, \
+        so a peer moves its cursor only past what this device holds, and \
+        connect and join report synced only once their cursors are on disk; a \
+        cut in the middle of a session loses at most that session's progress, \
+        which the next sync sends again. Output files are synced and renamed \
+        into place with their folder synced. A failed sync or close of the \
+        store is an error (exit 74), never exit 0.
+        """
+
     public static func render(_ spec: CommandSpec) -> String {
         var m: [String] = []
         m.append(".Dd \(FamilySyncInfo.manualDate)")
@@ -40,6 +55,8 @@ public enum ManPage {
             m.append(".Sh \(title.uppercased())")
             m += paragraphs(body)
         }
+        m.append(".Sh POWER CUTS")
+        m += paragraphs(powerCuts)
         m.append(".Sh EXIT STATUS")
         m.append(".Bl -tag -width Ds")
         for s in ExitStatus.allCases {

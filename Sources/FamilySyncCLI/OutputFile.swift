@@ -111,6 +111,9 @@ public final class OutputFile {
             unlink(temporary)
             throw ToolError.io("\(path): cannot replace: \(String(cString: strerror(e)))")
         }
+        // The new name is on disk only with its folder.
+        let e = FileIO.syncFolder(of: target)
+        guard e == 0 else { throw ToolError.io("\(path): sync of its folder failed: \(FileIO.describe(e))") }
     }
 
     /// Writes `bytes` as the whole of `path`.

@@ -46,6 +46,16 @@ public final class ToolContext {
         return true
     }
 
+    /// Closes the store opened by `store()`, if any, syncing first what this
+    /// tool wrote (each commit was synced already; this is the check that
+    /// says so): a failed sync or close is the tool's error.
+    func closeStore() throws {
+        guard let s = openedStore else { return }
+        openedStore = nil
+        if s.db.hasWritten { try s.makeDurable() }
+        try s.close()
+    }
+
     /// What the tool says of `error` and the status it exits with (`ErrorMapping.swift`).
     public func failure(_ error: any Error) -> ToolError { ToolError(error, command: args.commandPath) }
 
@@ -116,6 +126,8 @@ public enum Tool {
             } else {
                 let ctx = try ToolContext(name: name, args: args)
                 let status = try body(ctx)
+                // A store that cannot be closed cleanly is an error, not exit 0.
+                try ctx.closeStore()
                 try out.flush()
                 return status
             }

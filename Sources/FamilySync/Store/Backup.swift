@@ -21,7 +21,7 @@ extension Store {
             throw StoreError(.backupCannotCreate, path: target, detail: why)
         }
         fchmod(fd, 0o600)
-        close(fd)
+        Glibc.close(fd)
         var summary = BackupSummary(bytes: 0, records: 0, changeSeq: 0)
         do {
             // VACUUM INTO reads in one transaction of its own; the counts come
@@ -34,6 +34,15 @@ extension Store {
             unlink(target)
             if let e = error as? SQLiteError { throw StoreError(.backupCannotWrite, path: target, detail: e.message) }
             throw error
+        }
+        // The copy and its name in the folder are on disk before the backup is reported.
+        let out = open(target, O_RDONLY | O_CLOEXEC)
+        var synced = out >= 0 && fsync(out) == 0 ? 0 : errno
+        if out >= 0 { Glibc.close(out) }
+        if synced == 0 { synced = FileIO.syncFolder(of: target) }
+        if synced != 0 {
+            unlink(target)
+            throw StoreError(.backupCannotWrite, path: target, detail: "syncing it to disk: \(FileIO.describe(synced))")
         }
         var st = stat()
         if stat(target, &st) == 0 { summary.bytes = Int64(st.st_size) }

@@ -55,6 +55,7 @@ public final class Database {
     public let path: String
     let handle: OpaquePointer
     private var cache: [String: Statement] = [:]
+    private var closed = false
 
     /// How long a writer waits for another process's lock before failing.
     public static let busyTimeoutMilliseconds: Int32 = 10_000
@@ -80,8 +81,41 @@ public final class Database {
     }
 
     deinit {
+        guard !closed else { return }
         cache.removeAll()
         sqlite3_close_v2(handle)
+    }
+
+    /// Closes the connection, saying so when SQLite cannot: a tool that
+    /// wrote calls this before it exits 0. Nothing may use the connection after.
+    public func close() throws {
+        guard !closed else { return }
+        closed = true
+        cache.removeAll()
+        let rc = sqlite3_close_v2(handle)
+        guard rc == SQLITE_OK else {
+            throw SQLiteError(code: rc, context: "closing the store", message: String(cString: sqlite3_errstr(rc)), path: path)
+        }
+    }
+
+    /// Puts on the disk everything this connection has committed: fsyncs the
+    /// write-ahead log (where a commit lives until a checkpoint copies it
+    /// back) and the database file, through SQLite's own handles of them (a
+    /// descriptor of our own would drop the process's locks when closed). A
+    /// log SQLite has just made is synced with its folder, by SQLite. Throws
+    /// when a sync fails: then nothing since the last durable point is known
+    /// to be on disk.
+    public func syncToDisk() throws {
+        for op in [SQLITE_FCNTL_JOURNAL_POINTER, SQLITE_FCNTL_FILE_POINTER] {
+            var file: UnsafeMutablePointer<sqlite3_file>?
+            guard sqlite3_file_control(handle, "main", op, &file) == SQLITE_OK,
+                  let file, let sync = file.pointee.pMethods?.pointee.xSync else { continue }
+            let rc = sync(file, SQLITE_SYNC_NORMAL)
+            guard rc == SQLITE_OK else {
+                let what = op == SQLITE_FCNTL_JOURNAL_POINTER ? "syncing the write-ahead log to disk" : "syncing the store to disk"
+                throw SQLiteError(code: rc, context: what, message: String(cString: sqlite3_errstr(rc)), path: path)
+            }
+        }
     }
 
     /// The first `count` bytes of the main database file, read through
@@ -152,6 +186,8 @@ public final class Database {
     }
 
     public var changes: Int { Int(sqlite3_changes(handle)) }
+    /// Whether this connection has changed any row since it opened.
+    public var hasWritten: Bool { sqlite3_total_changes64(handle) > 0 }
     public var lastInsertRowID: Int64 { sqlite3_last_insert_rowid(handle) }
 
     /// A single integer from a query, or nil when there is no row.

@@ -34,7 +34,7 @@ public final class Store {
         var waited = 0
         while true {
             do {
-                try db.execute("PRAGMA page_size = \(Store.pageSize); PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON; \(Store.connectionPragmas)")
+                try db.execute("PRAGMA page_size = \(Store.pageSize); PRAGMA journal_mode = WAL; PRAGMA foreign_keys = ON; \(Store.connectionPragmas)")
                 break
             } catch let e as SQLiteError where e.isBusy && waited < Int(Database.busyTimeoutMilliseconds) {
                 usleep(1000)
@@ -42,6 +42,10 @@ public final class Store {
             }
         }
         try migrate()
+        // A new store's first steps (the switch to WAL mode) went through a
+        // rollback journal SQLite deleted; that deletion reaches the disk
+        // with the folder, else a power cut brings the journal back.
+        if !existing { try Store.syncFolder(of: path) }
     }
 
     /// A second connection to this same store, for another thread of this
@@ -65,7 +69,12 @@ public final class Store {
     /// Every connection overwrites what it deletes or replaces with zeros
     /// (`secure_delete`), so an old key's bytes do not linger in free space
     /// of the file.
-    static let connectionPragmas = "PRAGMA secure_delete = ON;"
+    /// Every commit is on disk when it returns (`synchronous = FULL`: the
+    /// write-ahead log is fsynced at each commit), so a tool that wrote and
+    /// exits 0 has its write durable even beside a `serve` that keeps the
+    /// store open, where no close-time checkpoint runs. A sync session relaxes
+    /// this between its durable points (`Store.deferringSyncs`).
+    static let connectionPragmas = "PRAGMA secure_delete = ON; PRAGMA synchronous = FULL;"
 
     /// After a secret was replaced: copies the log into the file and truncates
     /// it, so the old versions of the pages (the old key among them) are
@@ -143,10 +152,21 @@ public final class Store {
     private static func createFile(path: String) throws {
         let dir = (path as NSString).deletingLastPathComponent
         if !dir.isEmpty, !FileManager.default.fileExists(atPath: dir) {
+            // The folders made here, outermost first: each is synced into its parent below.
+            var made: [String] = []
+            var d = dir
+            while !d.isEmpty, d != "/", !FileManager.default.fileExists(atPath: d) {
+                made.insert(d, at: 0)
+                d = (d as NSString).deletingLastPathComponent
+            }
             do {
                 try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
             } catch {
                 throw StoreError(.cannotCreateFolder, path: path, detail: error.localizedDescription, other: dir)
+            }
+            for folder in made {
+                let e = FileIO.syncFolder(of: folder)
+                if e != 0 { throw StoreError(.cannotCreateFolder, path: path, detail: "syncing it to disk: \(FileIO.describe(e))", other: folder) }
             }
         }
         let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
@@ -155,7 +175,17 @@ public final class Store {
             throw StoreError(.cannotCreate, path: path, detail: String(cString: strerror(errno)))
         }
         fchmod(fd, 0o600)
-        close(fd)
+        let synced = fsync(fd) == 0 ? 0 : errno
+        Glibc.close(fd)
+        if synced != 0 { throw StoreError(.cannotCreate, path: path, detail: FileIO.describe(synced)) }
+        try syncFolder(of: path)
+    }
+
+    /// fsyncs the folder holding `path`, so a file made, renamed or removed
+    /// there survives a power cut.
+    static func syncFolder(of path: String) throws {
+        let e = FileIO.syncFolder(of: path)
+        if e != 0 { throw StoreError(.cannotCreate, path: path, detail: "syncing its folder to disk: \(FileIO.describe(e))") }
     }
 
     private func migrate() throws {

@@ -32,6 +32,23 @@ public enum FileIO {
 
     public static func writeAll(_ fd: Int32, _ bytes: [UInt8]) -> Int32 { bytes.withUnsafeBytes { writeAll(fd, $0) } }
 
+    /// fsyncs the folder that holds `path` (the current folder for a bare
+    /// name): a file made, renamed or removed there is on disk only then.
+    /// Returns 0, or the errno that failed.
+    public static func syncFolder(of path: String) -> Int32 {
+        var dir = path
+        while dir.count > 1, dir.hasSuffix("/") { dir.removeLast() }
+        if let slash = dir.lastIndex(of: "/") {
+            dir = slash == dir.startIndex ? "/" : String(dir[..<slash])
+        } else {
+            dir = "."
+        }
+        let fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard fd >= 0 else { return errno }
+        defer { close(fd) }
+        return fsync(fd) == 0 ? 0 : errno
+    }
+
     /// The message for an errno.
     public static func describe(_ code: Int32) -> String { String(cString: strerror(code)) }
 }

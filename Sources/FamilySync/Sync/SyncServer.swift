@@ -151,6 +151,8 @@ public final class SyncServer {
             } catch let e as TLSError {
                 return .session(.failure(SyncError(.connectionLost, peer: "a joining device at \(from)", detail: e.description)))
             }
+            // Durability: the admission is on disk before the member is told it is in.
+            try store.makeDurable()
             channel.sendSecret(.welcome, json: admission.welcome.json)
             emit("joined", [("from", .string(from)), ("device", .string(admission.member))])
             guard let joined = try store.family() else { throw StoreError(.inconsistent, path: store.path, detail: "the family vanished during a join") }

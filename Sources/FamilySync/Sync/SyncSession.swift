@@ -138,10 +138,14 @@ final class SyncSession {
             if let checkpointBefore { try? store.restoreAutoCheckpoint(pages: checkpointBefore) }
         }
         do {
-            try exchangeHellos()
-            try loop()
-            try finish()
-            return summary
+            // Durability: the session's commits are not synced one by one; it
+            // syncs before its DONE and after moving its cursors (Durability.swift).
+            return try store.deferringSyncs {
+                try exchangeHellos()
+                try loop()
+                try finish()
+                return summary
+            }
         } catch let e as ProtocolError {
             // ERROR, then close_notify, so the peer can tell the end from a truncation (§6, §11).
             channel.send(.error, json: .object([("message", .string(e.message))]))
@@ -479,6 +483,9 @@ final class SyncSession {
         let d = DoneMessage(recordsSent: summary.recordsSent, recordsReceived: summary.recordsReceived, recordsApplied: summary.recordsApplied,
                             photosSent: responder.sent, photosReceived: waves.received, photosUnavailable: waves.unavailable,
                             digest: try store.recordStateDigest(), upTo: upTo)
+        // Durability: DONE tells the peer it may move its cursor past what it
+        // sent, so everything received is on disk before it goes.
+        try store.makeDurable()
         channel.send(.done, json: d.json)
         doneSent = d
         summary.localDigest = d.digest
@@ -649,6 +656,8 @@ final class SyncSession {
             }
             if let a = pendingAcknowledgement { try store.setFamilyAcknowledgement(acked: a.acked, waitingFor: a.waitingFor) }
         }
+        // Durability: the session is reported synced only with its cursors on disk.
+        try store.makeDurable()
         summary.lastSynced = now
         // The name as it stands now: this session's roster may have renamed the peer.
         summary.peerName = try store.device(peer.device)?.name
