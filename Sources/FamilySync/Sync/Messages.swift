@@ -153,7 +153,7 @@ struct HelloMessage: Equatable {
         family = try r.uuid("family")
         role = try r.role("role")
         clock = try r.time("clock")
-        epoch = try r.int("epoch")
+        epoch = try r.int("epoch", max: SyncLimits.maxEpoch)
         after = try r.int("after")
         sent = try r.int("sent")
         software = try r.optionalString("software", maxBytes: 64) ?? ""
@@ -237,7 +237,7 @@ struct FamilyMessage {
     init(_ f: Frame) throws(ProtocolError) {
         let r = try FieldReader(f)
         owner = try r.uuid("owner")
-        epoch = try r.int("epoch")
+        epoch = try r.int("epoch", max: SyncLimits.maxEpoch)
         maxDevices = try r.int("maxDevices", min: 1, max: 1000)
         var list: [RosterEntry] = []
         for (i, v) in try r.array("devices", maxCount: FamilyMessage.maxRosterEntries).enumerated() {
@@ -394,7 +394,7 @@ struct WelcomeMessage {
         let r = try FieldReader(f)
         family = try r.uuid("family")
         owner = try r.uuid("owner")
-        epoch = try r.int("epoch")
+        epoch = try r.int("epoch", max: SyncLimits.maxEpoch)
         familyKey = try r.hexKey("familyKey")
         deviceKey = try r.hexKey("deviceKey")
     }

@@ -63,11 +63,7 @@ public final class SyncClient {
                 let notice = try readNotice(channel, from: address)
                 switch notice {
                 case let .busy(retryAfter):
-                    emit("busy", [("address", .string(address.description)), ("attempt", .int(attempt))])
-                    guard !giveUp.hasPassed else {
-                        throw SyncError(.busy, peer: address.description, detail: "\(wait) (\(attempt) tries)")
-                    }
-                    sleep(backoff.pause(retryAfter: retryAfter, until: giveUp))
+                    try pauseWhenBusy(address, attempt: attempt, retryAfter: retryAfter, backoff: &backoff, giveUp: giveUp, wait: wait)
                     continue
                 case let .refused(r):
                     if r.reason == .wrongPeer, let hint = r.device, hint != guess, !followedHint {
@@ -90,8 +86,20 @@ public final class SyncClient {
                 return try session.run()
             } catch let e as SessionRefused {
                 try handleAuthenticatedRefusal(e.refusal, from: guess, family: fam, address: address)
+            } catch let e as SessionBusy {
+                try pauseWhenBusy(address, attempt: attempt, retryAfter: e.retryAfter, backoff: &backoff, giveUp: giveUp, wait: wait)
             }
         }
+    }
+
+    /// A busy server, by notice or on an authenticated session: waits out the
+    /// backoff, or gives up (exit 75) once `giveUp` has passed.
+    private func pauseWhenBusy(_ address: HostPort, attempt: Int, retryAfter: TimeSpan, backoff: inout BusyBackoff, giveUp: Deadline, wait: TimeSpan) throws {
+        emit("busy", [("address", .string(address.description)), ("attempt", .int(attempt))])
+        guard !giveUp.hasPassed else {
+            throw SyncError(.busy, peer: address.description, detail: "\(wait) (\(attempt) tries)")
+        }
+        sleep(backoff.pause(retryAfter: retryAfter, until: giveUp))
     }
 
     /// A refusal on an authenticated session is genuine: a revoked device drops to free.
@@ -300,11 +308,7 @@ public final class SyncClient {
             if !channel.tls.isAuthenticated {
                 switch try readNotice(channel, from: address) {
                 case let .busy(retryAfter):
-                    emit("busy", [("address", .string(address.description)), ("attempt", .int(attempt))])
-                    guard !giveUp.hasPassed else {
-                        throw SyncError(.busy, peer: address.description, detail: "\(wait) (\(attempt) tries)")
-                    }
-                    sleep(backoff.pause(retryAfter: retryAfter, until: giveUp))
+                    try pauseWhenBusy(address, attempt: attempt, retryAfter: retryAfter, backoff: &backoff, giveUp: giveUp, wait: wait)
                     continue
                 case let .refused(r):
                     emit("refused", [("address", .string(address.description)), ("reason", .string(r.reason.rawValue)), ("message", .string(r.message))])
@@ -327,6 +331,10 @@ public final class SyncClient {
                 switch reply.type {
                 case .welcome:
                     welcome = try WelcomeMessage(reply)
+                case .busy:
+                    // Another device's session took the slot as our handshake completed (§5.1).
+                    _ = channel.tls.shutdown(deadline: Deadline(after: SyncLimits.errorCloseTimeout))
+                    throw SessionBusy(retryAfter: BusyReply.retryAfter(reply))
                 case .refused:
                     let r = try RefusalMessage(reply)
                     emit("refused", [("address", .string(address.description)), ("reason", .string(r.reason.rawValue)), ("message", .string(r.message))])
@@ -338,6 +346,9 @@ public final class SyncClient {
                 default:
                     throw ProtocolError("expected WELCOME or REFUSED, got \(reply.type.name)")
                 }
+            } catch let e as SessionBusy {
+                try pauseWhenBusy(address, attempt: attempt, retryAfter: e.retryAfter, backoff: &backoff, giveUp: giveUp, wait: wait)
+                continue
             } catch let e as ProtocolError {
                 // ERROR, then close_notify (docs/protocol.md §6).
                 channel.send(.error, json: .object([("message", .string(e.message))]))
