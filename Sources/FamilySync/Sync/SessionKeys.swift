@@ -18,6 +18,12 @@ public enum SessionIdentity: Equatable, Sendable {
 
     public var bytes: [UInt8] { Array(text.utf8) }
 
+    /// A pairing identity's offer tag ("" for a sync identity).
+    var tag: String {
+        if case let .pair(_, t) = self { return t }
+        return ""
+    }
+
     /// Parses an identity strictly; nil for anything else.
     public init?(bytes: [UInt8]) {
         guard bytes.count <= 200, bytes.allSatisfy({ $0 >= 0x20 && $0 < 0x7F }) else { return nil }

@@ -314,7 +314,7 @@ final class SyncSession {
 
     private func peerErrorMessage(_ f: Frame) -> String {
         let m = (try? FieldReader(f).string("message", maxBytes: 1024)) ?? "(no message)"
-        return String(m.unicodeScalars.filter { $0.value >= 0x20 && $0.value != 0x7F }.map(Character.init))
+        return DisplayText.escaped(m)
     }
 
     /// Applies the peer's FAMILY. The owner takes nothing from a member's

@@ -67,10 +67,15 @@ public enum PeerSyncCommand {
         the owner's device no longer knows it (its store was restored from a \
         copy older than this device's admission): a new admission, after \
         which its records merge by last-writer-wins. A device the owner holds \
-        as a current member is refused.
+        as a current member is refused. A store of a family joins only that \
+        family, and again only with the owner whose roster key it holds: an \
+        offer whose owner cannot prove that key (anyone can write an offer \
+        naming a family) is refused with status 77 and the store is left as \
+        it was, unless --accept-new-owner-key says otherwise.
         """,
         options: [CommonOptions.db,
                   OptionSpec("connect", valueName: "HOST:PORT", help: "Where the owner's device listens, when the offer carries no address or another one is right."),
+                  .flag("accept-new-owner-key", help: "Join again even when the owner's device does not prove the roster key this store holds (only when the family's owner really made a new one: otherwise the offer is forged)."),
                   OptionSpec("name", valueName: "NAME", help: "What to call this device (\"Anna's phone\"), at most \(DeviceName.maxBytes) bytes, no control characters. The owner keeps it and shows it to the family; only the owner can rename it later (peer-sync rename)."),
                   wait, waveTimeout, quietLimit, sessionLimit, events, root, CommonOptions.now, CommonOptions.quiet, faultVersion1],
         arguments: [ArgumentSpec("OFFER", help: "A file holding the offer (JSON or text), or - for standard input.", default: "-")],
@@ -414,7 +419,8 @@ public enum PeerSyncCommand {
         let footprint = NewStoreFootprint(path: ctx.storePath)
         do {
             return try runClient(ctx, createStore: true) { client, wait in
-                let summary = try client.join(offer: offer, at: target, browse: given == nil, wait: wait, name: name)
+                let summary = try client.join(offer: offer, at: target, browse: given == nil, wait: wait, name: name,
+                                              acceptNewOwnerKey: ctx.args.flag(Option.acceptNewOwnerKey))
                 // Joined: the root given now is the store's from here on.
                 if let roots {
                     let store = try ctx.store()
@@ -627,6 +633,7 @@ extension PeerSyncCommand {
         case wait
         case waveTimeout = "wave-timeout"
         case quietLimit = "quiet-limit"
+        case acceptNewOwnerKey = "accept-new-owner-key"
         case sessionLimit = "session-limit"
         case noAdvertise = "no-advertise"
         case timeout
