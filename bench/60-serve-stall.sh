@@ -7,6 +7,9 @@
 #    Target: at most 100 ms later.
 # 2. 60 stalled connections (50 idle, 10 that sent half a ClientHello): the
 #    time a new member's join takes. Target: under 3 s.
+# 3. A stranger replaying the member's ClientHello (kept from one connect to
+#    an address where the stranger answered) every 50 ms: the member's sync
+#    against the undisturbed one. Target: at most 1.2x.
 #
 # Environment: SERVE_STALL_TRIALS (default 5; medians are reported).
 set -euo pipefail
@@ -112,6 +115,54 @@ done
 join_plain=$(median < "$work/join.plain")
 join_stalled=$(median < "$work/join.stalled")
 
+# 3. The member's ClientHello, kept by a stranger it connected to, replayed every 50 ms.
+cat > "$work/replay.py" <<'PY'
+import socket, subprocess, sys, time
+bin_dir, db, port = sys.argv[1], sys.argv[2], int(sys.argv[3])
+lst = socket.socket()
+lst.bind(("127.0.0.1", 0))
+lst.listen(1)
+victim = subprocess.Popen([bin_dir + "/peer-sync", "connect", "--db", db, "--wait", "0s", "127.0.0.1:%d" % lst.getsockname()[1]],
+                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+conn, _ = lst.accept()
+data = b""
+while len(data) < 5 or len(data) < 5 + int.from_bytes(data[3:5], "big"):
+    chunk = conn.recv(4096)
+    if not chunk:
+        sys.exit("no ClientHello")
+    data += chunk
+hello = data[:5 + int.from_bytes(data[3:5], "big")]
+conn.close()
+victim.wait()
+held = []
+print("ready", flush=True)
+while True:
+    try:
+        s = socket.create_connection(("127.0.0.1", port))
+        s.sendall(hello)
+        held.append(s)
+        if len(held) > 200:
+            held.pop(0).close()
+    except OSError:
+        pass
+    time.sleep(0.05)
+PY
+: > "$work/replay.plain"; : > "$work/replay.during"
+for _ in $(seq "$trials"); do
+    sync_ms >> "$work/replay.plain"
+    rm -f "$work/replay.ready"
+    python3 "$work/replay.py" "$bin" "$work/kid.db" "$port" > "$work/replay.ready" &
+    replay_pid=$!
+    pids+=("$replay_pid")
+    for _ in $(seq 500); do grep -q ready "$work/replay.ready" 2> /dev/null && break; sleep 0.01; done
+    grep -q ready "$work/replay.ready" || { echo "could not capture the member's ClientHello"; exit 1; }
+    sleep 0.3  # a few replays are in flight before the sync starts
+    sync_ms >> "$work/replay.during"
+    kill "$replay_pid" 2> /dev/null || true; wait "$replay_pid" 2> /dev/null || true
+done
+replay_plain=$(median < "$work/replay.plain")
+replay_during=$(median < "$work/replay.during")
+
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }'; }
 printf 'sync, nothing stalled (median of %d)          %8s ms\n' "$trials" "$plain"
 printf 'sync, one idle connection open                %8s ms  (%sx; %s ms later; target <= 100 ms later)\n' \
@@ -119,3 +170,6 @@ printf 'sync, one idle connection open                %8s ms  (%sx; %s ms later;
 printf 'join, nothing stalled                         %8s ms\n' "$join_plain"
 printf 'join, 60 stalled (50 idle, 10 half-hello)     %8s ms  (%sx; target < 3000 ms)\n' \
     "$join_stalled" "$(ratio "$join_stalled" "$join_plain")"
+printf 'sync, nothing stalled (3rd set)               %8s ms\n' "$replay_plain"
+printf 'sync, its ClientHello replayed every 50 ms    %8s ms  (%sx; target <= 1.2x)\n' \
+    "$replay_during" "$(ratio "$replay_during" "$replay_plain")"

@@ -98,7 +98,7 @@ extension ToolError {
         if e.isUnreachable { return .unavailable }
         switch e.kind {
         case .protocolViolation, .peerReportedError, .wrongFamily: return .dataError
-        case .refused, .refusedRevoked, .unknownToOwner, .keyNotAccepted, .revoked, .revokedByRoster, .notAMember: return .noPermission
+        case .refused, .refusedRevoked, .unknownToOwner, .keyNotAccepted, .revoked, .revokedByRoster, .notAMember, .ownerKeyDiffers: return .noPermission
         case .noOtherDevice, .notLocalAddress: return .usage
         case .acceptFailed, .storeFailed: return .ioError
         default: return .software

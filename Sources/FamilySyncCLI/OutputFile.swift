@@ -29,8 +29,9 @@ public final class OutputFile {
     private var finished = false
 
     /// Opens `path` for writing as the rules above say. `newMode` is the mode
-    /// of a file that did not exist (the umask applies).
-    public init(path: String, newMode: mode_t = 0o644, nonRegular: NonRegular = .writeThrough) throws {
+    /// of a file that did not exist (the umask applies). A `secret` output
+    /// (an offer's image holds its nonce) is 0600 whatever was there before.
+    public init(path: String, newMode: mode_t = 0o644, nonRegular: NonRegular = .writeThrough, secret: Bool = false) throws {
         self.path = path
         let resolved = try OutputFile.resolve(path)
         var st = stat()
@@ -61,7 +62,7 @@ public final class OutputFile {
         _ = fcntl(f, F_SETFD, FD_CLOEXEC)
         let mask = umask(0)
         umask(mask)
-        fchmod(f, existing ? st.st_mode & 0o7777 : newMode & ~mask)
+        fchmod(f, secret ? 0o600 : existing ? st.st_mode & 0o7777 : newMode & ~mask)
         fd = f
         target = resolved
         temporary = String(decoding: template.prefix(while: { $0 != 0 }).map { UInt8(bitPattern: $0) }, as: UTF8.self)
@@ -117,8 +118,8 @@ public final class OutputFile {
     }
 
     /// Writes `bytes` as the whole of `path`.
-    public static func replace(_ path: String, with bytes: [UInt8], newMode: mode_t = 0o644, nonRegular: NonRegular = .writeThrough) throws {
-        let f = try OutputFile(path: path, newMode: newMode, nonRegular: nonRegular)
+    public static func replace(_ path: String, with bytes: [UInt8], newMode: mode_t = 0o644, nonRegular: NonRegular = .writeThrough, secret: Bool = false) throws {
+        let f = try OutputFile(path: path, newMode: newMode, nonRegular: nonRegular, secret: secret)
         try f.write(bytes)
         try f.commit()
     }

@@ -33,6 +33,9 @@ public final class ToolContext {
     public func store(create: Bool = true) throws -> Store {
         if let s = openedStore { return s }
         let s = try Store(path: storePath, create: create)
+        if let m = s.looserModeFixed {
+            warn("store \(storePath) was mode \(String(m, radix: 8)), readable by others; it holds the family's keys, so it is 0600 now")
+        }
         openedStore = s
         return s
     }

@@ -48,7 +48,8 @@ extension PairQRCommand {
                 case "text": bytes = Array(r.text().utf8)
                 default: bytes = try r.png()
                 }
-                try OutputFile.replace(output, with: bytes)
+                // The code is the offer, nonce and all: 0600, like the store.
+                try OutputFile.replace(output, with: bytes, secret: true)
             } else {
                 // Colour escapes only for a terminal; a file or pipe gets plain half blocks.
                 let drawn = format == "text" ? r.text() : r.terminal(colour: isatty(2) == 1)

@@ -59,7 +59,8 @@ extension PairScanCommand {
             }
             printed += 1
             switch output {
-            case .raw: try ctx.out.write(Array(c.text.utf8) + [0x0A])
+            // To a terminal, the code's control and bidi characters are shown escaped; a pipe gets its bytes.
+            case .raw: try ctx.out.write(Array((isatty(1) == 1 ? DisplayText.escaped(c.text) : c.text).utf8) + [0x0A])
             case .bytes: try ctx.out.write(c.bytes)
             case .json: try ctx.out.writeLine(json(c))
             case .offer: break

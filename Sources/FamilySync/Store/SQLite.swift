@@ -258,7 +258,11 @@ public final class Statement {
         case .null: rc = sqlite3_bind_null(stmt, i)
         case let .int(x): rc = sqlite3_bind_int64(stmt, i, x)
         case let .double(x): rc = sqlite3_bind_double(stmt, i, x)
-        case let .text(s): rc = sqlite3_bind_text(stmt, i, s, -1, fs_sqlite_transient())
+        case let .text(s):
+            // By its length, never up to a NUL: an id may hold U+0000 and is a whole string here too.
+            var s = s
+            try s.withUTF8 { try bindText(UnsafeRawBufferPointer($0), at: i) }
+            return
         case let .blob(b): rc = b.withUnsafeBytes { sqlite3_bind_blob64(stmt, i, $0.baseAddress ?? UnsafeRawPointer(bitPattern: 1), sqlite3_uint64(b.count), fs_sqlite_transient()) }
         case let .secret(k): rc = k.withUnsafeBytes { sqlite3_bind_blob64(stmt, i, $0.baseAddress ?? UnsafeRawPointer(bitPattern: 1), sqlite3_uint64($0.count), fs_sqlite_transient()) }
         }
@@ -288,8 +292,9 @@ public final class Statement {
     public func int64(_ col: Int32) -> Int64 { sqlite3_column_int64(stmt, col) }
     public func double(_ col: Int32) -> Double { sqlite3_column_double(stmt, col) }
     public func text(_ col: Int32) -> String {
+        // By the column's length, never up to a NUL (see bind).
         guard let p = sqlite3_column_text(stmt, col) else { return "" }
-        return String(cString: p)
+        return String(decoding: UnsafeRawBufferPointer(start: p, count: Int(sqlite3_column_bytes(stmt, col))), as: UTF8.self)
     }
     public func optionalText(_ col: Int32) -> String? { isNull(col) ? nil : text(col) }
     public func optionalInt64(_ col: Int32) -> Int64? { isNull(col) ? nil : int64(col) }

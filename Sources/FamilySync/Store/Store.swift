@@ -22,7 +22,7 @@ public final class Store {
     public init(path: String, create: Bool = true) throws {
         self.path = path
         let existing = try Store.inspect(path: path, create: create)
-        if !existing { try Store.createFile(path: path) }
+        if !existing { try Store.createFile(path: path) } else { looserModeFixed = Store.tightenMode(path: path) }
         do {
             db = try Database(path: path)
         } catch let e as SQLiteError {
@@ -60,6 +60,11 @@ public final class Store {
             throw StoreError(.cannotOpen, path: path, detail: e.message)
         }
     }
+
+    /// The mode the store's file had when it was found readable or writable
+    /// by others (a file touched or copied into place) and set to 0600 before
+    /// anything was read or written; a tool says so on stderr.
+    public private(set) var looserModeFixed: mode_t?
 
     private init(path: String, db: Database) {
         self.path = path
@@ -169,9 +174,18 @@ public final class Store {
                 if e != 0 { throw StoreError(.cannotCreateFolder, path: path, detail: "syncing it to disk: \(FileIO.describe(e))", other: folder) }
             }
         }
-        let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        // O_NOFOLLOW with O_EXCL: a link at the path (one pointing nowhere,
+        // which stat took for no file) is refused, never followed to make the
+        // store, secrets and all, wherever it points.
+        let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
         if fd < 0 {
-            if errno == EEXIST { return }  // another process created it first
+            if errno == EEXIST {
+                var st = stat()
+                if lstat(path, &st) == 0, st.st_mode & S_IFMT == S_IFLNK {
+                    throw StoreError(.cannotCreate, path: path, detail: "it is a symbolic link to a file that does not exist; a new store is made only at a path that is not a link")
+                }
+                return  // another process created it first
+            }
             throw StoreError(.cannotCreate, path: path, detail: String(cString: strerror(errno)))
         }
         fchmod(fd, 0o600)
@@ -186,6 +200,19 @@ public final class Store {
     static func syncFolder(of path: String) throws {
         let e = FileIO.syncFolder(of: path)
         if e != 0 { throw StoreError(.cannotCreate, path: path, detail: "syncing its folder to disk: \(FileIO.describe(e))") }
+    }
+
+    /// Sets the store's file, and SQLite's -wal and -shm beside it, to 0600
+    /// when others may read or write them (a store holds the family's keys).
+    /// Returns the mode found, when it was looser.
+    private static func tightenMode(path: String) -> mode_t? {
+        var found: mode_t?
+        for suffix in ["", "-wal", "-shm"] {
+            var st = stat()
+            guard stat(path + suffix, &st) == 0, st.st_mode & S_IFMT == S_IFREG, st.st_mode & 0o077 != 0 else { continue }
+            if chmod(path + suffix, 0o600) == 0, suffix.isEmpty { found = st.st_mode & 0o7777 }
+        }
+        return found
     }
 
     private func migrate() throws {

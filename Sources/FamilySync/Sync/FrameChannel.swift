@@ -20,6 +20,9 @@ final class FrameChannel {
     /// When the peer last sent anything / we last wrote anything.
     private(set) var lastReceived: Deadline
     private(set) var lastSent: Deadline
+    /// When a frame other than PING was last queued or received: a session
+    /// whose keepalives are all that moves makes no progress.
+    private(set) var lastWork: Deadline
     /// The clock those two times are read from.
     let clock: MonotonicClock
     /// Set once the peer has closed: true for a clean TLS close.
@@ -36,6 +39,7 @@ final class FrameChannel {
         self.clock = clock
         lastReceived = clock.now()
         lastSent = lastReceived
+        lastWork = lastReceived
     }
 
     /// The largest frame this channel accepts from now on.
@@ -48,6 +52,7 @@ final class FrameChannel {
     var backlog: Int { out.count - outStart }
 
     func send(_ type: FrameType, _ payload: [UInt8]) {
+        if type != .ping { lastWork = clock.now() }
         Frame.appendHeader(type, length: payload.count, to: &out)
         out.append(contentsOf: payload)
     }
@@ -69,6 +74,7 @@ final class FrameChannel {
 
     /// Appends a frame whose payload is `head` followed by `body`, without joining them first.
     func send(_ type: FrameType, head: [UInt8], body: ArraySlice<UInt8>) {
+        lastWork = clock.now()
         Frame.appendHeader(type, length: head.count + body.count, to: &out)
         out.append(contentsOf: head)
         out.append(contentsOf: body)
@@ -76,6 +82,7 @@ final class FrameChannel {
 
     /// Appends a frame built in place by `build`, which appends the payload to the buffer it is given.
     func sendBuilt(_ type: FrameType, length: Int, _ build: (inout [UInt8]) throws -> Void) rethrows {
+        lastWork = clock.now()
         Frame.appendHeader(type, length: length, to: &out)
         let before = out.count
         try build(&out)
@@ -155,7 +162,10 @@ final class FrameChannel {
                 } else {
                     scratch.withUnsafeBytes { decoder.append(UnsafeRawBufferPointer(rebasing: $0[0..<n])) }
                 }
-                while let f = try decoder.next() { frames.append(f) }
+                while let f = try decoder.next() {
+                    if f.type != .ping { lastWork = clock.now() }
+                    frames.append(f)
+                }
             case .wantRead:
                 if total > 0 { lastReceived = clock.now() }
                 return total > 0

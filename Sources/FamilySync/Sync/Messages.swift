@@ -154,7 +154,7 @@ struct HelloMessage: Equatable {
         family = try r.uuid("family")
         role = try r.role("role")
         clock = try r.time("clock")
-        epoch = try r.int("epoch")
+        epoch = try r.int("epoch", max: SyncLimits.maxEpoch)
         after = try r.int("after")
         sent = try r.int("sent")
         software = try r.optionalString("software", maxBytes: 64) ?? ""
@@ -235,7 +235,7 @@ struct FamilyMessage {
     init(_ f: Frame) throws(ProtocolError) {
         let r = try FieldReader(f)
         owner = try r.uuid("owner")
-        epoch = try r.int("epoch")
+        epoch = try r.int("epoch", max: SyncLimits.maxEpoch)
         maxDevices = try r.int("maxDevices", min: 1, max: 1000)
         var list: [RosterEntry] = []
         for (i, v) in try r.array("devices", maxCount: FamilyMessage.maxRosterEntries).enumerated() {
@@ -327,7 +327,7 @@ struct RefusalMessage {
         let code = try r.string("reason", maxBytes: 64)
         guard let reason = RefusalReason(rawValue: code) else { throw ProtocolError("REFUSED field 'reason': unknown code '\(code)'") }
         self.reason = reason
-        message = String((try r.optionalString("message", maxBytes: 1024) ?? "").unicodeScalars.filter { $0.value >= 0x20 && $0.value != 0x7F }.map(Character.init))
+        message = DisplayText.escaped(try r.optionalString("message", maxBytes: 1024) ?? "")
         device = try r.optionalString("device")
         if let d = device, !PairingOffer.isUUID(d) { throw ProtocolError("REFUSED field 'device': not an upper-case UUID") }
         revokedAt = try r.optionalTime("revokedAt")
@@ -374,10 +374,19 @@ struct WelcomeMessage {
     var epoch: Int64
     var familyKey: SecretBytes
     var deviceKey: SecretBytes
+    /// The owner's roster key and its signature over this join (WelcomeProof):
+    /// a store that already holds the family's roster key joins again only
+    /// when they match it (revision 3).
+    var rosterKey: [UInt8]?
+    var rosterProof: [UInt8]?
 
     var json: JSONValue {
-        .object([("family", .string(family)), ("owner", .string(owner)), ("epoch", .int(epoch)),
-                 ("familyKey", .string(familyKey.withUnsafeBytes { Hex.encode($0) })), ("deviceKey", .string(deviceKey.withUnsafeBytes { Hex.encode($0) }))])
+        var pairs: [(String, JSONValue)] = [("family", .string(family)), ("owner", .string(owner)), ("epoch", .int(epoch)),
+                 ("familyKey", .string(familyKey.withUnsafeBytes { Hex.encode($0) })), ("deviceKey", .string(deviceKey.withUnsafeBytes { Hex.encode($0) }))]
+        if let k = rosterKey, let p = rosterProof {
+            pairs += [("rosterKey", .string(Hex.encode(k))), ("rosterProof", .string(Hex.encode(p)))]
+        }
+        return .object(pairs)
     }
 
     init(family: String, owner: String, epoch: Int64, familyKey: SecretBytes, deviceKey: SecretBytes) {
@@ -392,9 +401,17 @@ struct WelcomeMessage {
         let r = try FieldReader(f)
         family = try r.uuid("family")
         owner = try r.uuid("owner")
-        epoch = try r.int("epoch")
+        epoch = try r.int("epoch", max: SyncLimits.maxEpoch)
         familyKey = try r.hexKey("familyKey")
         deviceKey = try r.hexKey("deviceKey")
+        if let v = r.value["rosterKey"], !v.isNull { rosterKey = try r.hexBytes("rosterKey") }
+        if let v = r.value["rosterProof"], !v.isNull {
+            let hex = try r.string("rosterProof", maxBytes: 2 * Ed25519.signatureBytes)
+            guard hex.utf8.count == 2 * Ed25519.signatureBytes, let sig = Hex.decode(hex) else {
+                throw ProtocolError("WELCOME field 'rosterProof': not a 64-byte signature in hex")
+            }
+            rosterProof = sig
+        }
     }
 }
 

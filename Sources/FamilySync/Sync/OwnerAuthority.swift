@@ -93,6 +93,23 @@ struct SignedRoster: Equatable {
     }
 }
 
+/// WELCOME's proof that its sender holds the family's roster key (§9): a
+/// signature over this join's own facts (the family, the owner, the joining
+/// device and the offer's tag), so the maker of a forged offer, who does not
+/// hold the key, cannot make one, and none made for another join fits.
+enum WelcomeProof {
+    static let context = Array("family-sync/3 welcome".utf8) + [0]
+
+    static func message(family: String, owner: String, device: String, tag: String) -> [UInt8] {
+        context + Array([family, owner, device, tag].joined(separator: "\u{0}").utf8)
+    }
+
+    static func verify(_ w: WelcomeMessage, device: String, tag: String, key: [UInt8]) -> Bool {
+        guard w.rosterKey == key, let sig = w.rosterProof else { return false }
+        return Ed25519.verify(sig, message: message(family: w.family, owner: w.owner, device: device, tag: tag), publicKey: key)
+    }
+}
+
 extension RosterEntry {
     init(_ e: FieldReader) throws(ProtocolError) {
         self.init(device: try e.uuid("device"), role: try e.role("role"), joinedAt: try e.time("joinedAt"), revokedAt: try e.optionalTime("revokedAt"),
@@ -113,6 +130,13 @@ extension Store {
     /// Owner: signs `message` with the roster key (purge batches, PurgeRecords.swift). Call inside `write`.
     func signAsOwner(_ message: [UInt8]) throws -> [UInt8] {
         try Ed25519.sign(message, privateKey: try ownerRosterPrivateKey())
+    }
+
+    /// Owner: the roster key's public half and WELCOME's proof for `device` joining on the offer of `tag`. Call inside `write`.
+    func ownerWelcomeProof(family: String, device: String, tag: String) throws -> (key: [UInt8], signature: [UInt8]) {
+        let me = try deviceID
+        return (try ownerRosterPublicKey(),
+                try Ed25519.sign(WelcomeProof.message(family: family, owner: me, device: device, tag: tag), privateKey: try ownerRosterPrivateKey()))
     }
 
     private func ownerRosterPrivateKey() throws -> SecretBytes {

@@ -51,9 +51,10 @@ enum PairingAdmission {
             }
             let key = try store.admitDeviceInTransaction(join.device, name: join.name, now: now)
             guard let fk = try store.familySecret() else { throw StoreError(.noFamilyKey, path: store.path) }
-            return .admitted(member: join.device,
-                             welcome: WelcomeMessage(family: family.id, owner: me, epoch: try store.familyEpoch, familyKey: fk, deviceKey: key),
-                             readmitted: existing != nil)
+            var welcome = WelcomeMessage(family: family.id, owner: me, epoch: try store.familyEpoch, familyKey: fk, deviceKey: key)
+            let proof = try store.ownerWelcomeProof(family: family.id, device: join.device, tag: try SessionKeys.offerTag(nonce: nonce, family: family.id))
+            (welcome.rosterKey, welcome.rosterProof) = (proof.key, proof.signature)
+            return .admitted(member: join.device, welcome: welcome, readmitted: existing != nil)
         }
     }
 }

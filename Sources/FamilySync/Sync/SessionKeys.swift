@@ -18,6 +18,12 @@ public enum SessionIdentity: Equatable, Sendable {
 
     public var bytes: [UInt8] { Array(text.utf8) }
 
+    /// A pairing identity's offer tag ("" for a sync identity).
+    var tag: String {
+        if case let .pair(_, t) = self { return t }
+        return ""
+    }
+
     /// Parses an identity strictly; nil for anything else.
     public init?(bytes: [UInt8]) {
         guard bytes.count <= 200, bytes.allSatisfy({ $0 >= 0x20 && $0 < 0x7F }) else { return nil }
@@ -26,7 +32,7 @@ public enum SessionIdentity: Equatable, Sendable {
         switch parts[1] {
         case "S":
             guard parts.count == 6, PairingOffer.isUUID(parts[2]), PairingOffer.isUUID(parts[3]), PairingOffer.isUUID(parts[4]),
-                  parts[5].utf8.count <= 18, let e = Int64(parts[5]), e >= 0, String(e) == parts[5] else { return nil }
+                  parts[5].utf8.count <= 18, let e = Int64(parts[5]), e >= 0, e <= SyncLimits.maxEpoch, String(e) == parts[5] else { return nil }
             self = .sync(family: parts[2], client: parts[3], server: parts[4], epoch: e)
         case "P":
             guard parts.count == 4, PairingOffer.isUUID(parts[2]), parts[3].utf8.count == 32,

@@ -63,11 +63,7 @@ public final class SyncClient {
                 let notice = try readNotice(channel, from: address)
                 switch notice {
                 case let .busy(retryAfter):
-                    emit("busy", [("address", .string(address.description)), ("attempt", .int(attempt))])
-                    guard !giveUp.hasPassed else {
-                        throw SyncError(.busy, peer: address.description, detail: "\(wait) (\(attempt) tries)")
-                    }
-                    sleep(backoff.pause(retryAfter: retryAfter, until: giveUp))
+                    try pauseWhenBusy(address, attempt: attempt, retryAfter: retryAfter, backoff: &backoff, giveUp: giveUp, wait: wait)
                     continue
                 case let .refused(r):
                     if r.reason == .wrongPeer, let hint = r.device, hint != guess, !followedHint {
@@ -77,10 +73,11 @@ public final class SyncClient {
                         continue
                     }
                     emit("refused", [("address", .string(address.description)), ("reason", .string(r.reason.rawValue)), ("message", .string(r.message))])
-                    if r.reason == .unknownDevice, fam.role == .member, guess == fam.ownerDevice {
-                        throw SyncError(.unknownToOwner, peer: address.description, detail: r.message, reason: r.reason.rawValue)
-                    }
-                    throw SyncError(.refused, peer: address.description, detail: r.message, reason: r.reason.rawValue)
+                    // A notice before authentication: anyone could have sent it, so it is said so.
+                    var e = SyncError(r.reason == .unknownDevice && fam.role == .member && guess == fam.ownerDevice ? .unknownToOwner : .refused,
+                                      peer: address.description, detail: r.message, reason: r.reason.rawValue)
+                    e.unverified = true
+                    throw e
                 }
             }
             emit("session", [("address", .string(address.description)), ("peer", .string(guess))])
@@ -90,8 +87,20 @@ public final class SyncClient {
                 return try session.run()
             } catch let e as SessionRefused {
                 try handleAuthenticatedRefusal(e.refusal, from: guess, family: fam, address: address)
+            } catch let e as SessionBusy {
+                try pauseWhenBusy(address, attempt: attempt, retryAfter: e.retryAfter, backoff: &backoff, giveUp: giveUp, wait: wait)
             }
         }
+    }
+
+    /// A busy server, by notice or on an authenticated session: waits out the
+    /// backoff, or gives up (exit 75) once `giveUp` has passed.
+    private func pauseWhenBusy(_ address: HostPort, attempt: Int, retryAfter: TimeSpan, backoff: inout BusyBackoff, giveUp: Deadline, wait: TimeSpan) throws {
+        emit("busy", [("address", .string(address.description)), ("attempt", .int(attempt))])
+        guard !giveUp.hasPassed else {
+            throw SyncError(.busy, peer: address.description, detail: "\(wait) (\(attempt) tries)")
+        }
+        sleep(backoff.pause(retryAfter: retryAfter, until: giveUp))
     }
 
     /// A refusal on an authenticated session is genuine: a revoked device drops to free.
@@ -262,7 +271,9 @@ public final class SyncClient {
     /// (it names the offer by a tag only its holder recognises), so an offer
     /// whose address went stale, or that carries none, still finds the owner.
     /// `name`: what this device calls itself (DeviceName), sent in JOIN for the owner to keep.
-    public func join(offer: PairingOffer, at given: HostPort?, browse: Bool, wait: TimeSpan, name: String? = nil) throws -> SyncSummary {
+    /// `acceptNewOwnerKey`: join again even when the owner's device does not
+    /// prove the roster key this store holds (the owner made a new one).
+    public func join(offer: PairingOffer, at given: HostPort?, browse: Bool, wait: TimeSpan, name: String? = nil, acceptNewOwnerKey: Bool = false) throws -> SyncSummary {
         let me = try store.deviceID
         // A member's store may join its family again with a new offer: a
         // revoked one, or one the owner does not know (its store was restored
@@ -300,15 +311,13 @@ public final class SyncClient {
             if !channel.tls.isAuthenticated {
                 switch try readNotice(channel, from: address) {
                 case let .busy(retryAfter):
-                    emit("busy", [("address", .string(address.description)), ("attempt", .int(attempt))])
-                    guard !giveUp.hasPassed else {
-                        throw SyncError(.busy, peer: address.description, detail: "\(wait) (\(attempt) tries)")
-                    }
-                    sleep(backoff.pause(retryAfter: retryAfter, until: giveUp))
+                    try pauseWhenBusy(address, attempt: attempt, retryAfter: retryAfter, backoff: &backoff, giveUp: giveUp, wait: wait)
                     continue
                 case let .refused(r):
                     emit("refused", [("address", .string(address.description)), ("reason", .string(r.reason.rawValue)), ("message", .string(r.message))])
-                    throw SyncError(.refused, peer: address.description, detail: r.message, reason: r.reason.rawValue, outcome: .nothingStored)
+                    var e = SyncError(.refused, peer: address.description, detail: r.message, reason: r.reason.rawValue, outcome: .nothingStored)
+                    e.unverified = true
+                    throw e
                 }
             }
             channel.send(.join, json: JoinMessage(device: me, clock: clock.now(), name: name,
@@ -327,17 +336,24 @@ public final class SyncClient {
                 switch reply.type {
                 case .welcome:
                     welcome = try WelcomeMessage(reply)
+                case .busy:
+                    // Another device's session took the slot as our handshake completed (§5.1).
+                    _ = channel.tls.shutdown(deadline: Deadline(after: SyncLimits.errorCloseTimeout))
+                    throw SessionBusy(retryAfter: BusyReply.retryAfter(reply))
                 case .refused:
                     let r = try RefusalMessage(reply)
                     emit("refused", [("address", .string(address.description)), ("reason", .string(r.reason.rawValue)), ("message", .string(r.message))])
                     throw SyncError(.refused, peer: address.description, detail: r.message, reason: r.reason.rawValue, outcome: .nothingStored)
                 case .error:
-                    let m = (try? FieldReader(reply).string("message", maxBytes: 1024)) ?? ""
+                    let m = DisplayText.escaped((try? FieldReader(reply).string("message", maxBytes: 1024)) ?? "")
                     _ = channel.tls.shutdown(deadline: Deadline(after: SyncLimits.errorCloseTimeout))
                     throw SyncError(.peerReportedError, peer: address.description, detail: m, outcome: .nothingStored)
                 default:
                     throw ProtocolError("expected WELCOME or REFUSED, got \(reply.type.name)")
                 }
+            } catch let e as SessionBusy {
+                try pauseWhenBusy(address, attempt: attempt, retryAfter: e.retryAfter, backoff: &backoff, giveUp: giveUp, wait: wait)
+                continue
             } catch let e as ProtocolError {
                 // ERROR, then close_notify (docs/protocol.md §6).
                 channel.send(.error, json: .object([("message", .string(e.message))]))
@@ -353,6 +369,15 @@ public final class SyncClient {
             if let fam = rejoining, welcome.owner != fam.ownerDevice {
                 throw SyncError(.protocolViolation, peer: address.description,
                                 detail: "WELCOME names owner \(welcome.owner), but family \(fam.id) is owned by \(fam.ownerDevice)", outcome: .nothingStored)
+            }
+            // One family per store: a store of the family takes a WELCOME only
+            // from the owner whose roster key it holds. The family and owner
+            // IDs an offer names are no secret, so anyone can forge an offer
+            // that names them; only the owner holds the key (§9).
+            if rejoining != nil, !acceptNewOwnerKey, let held = try store.ownerRosterKey,
+               !WelcomeProof.verify(welcome, device: me, tag: identity.tag, key: held) {
+                _ = channel.tls.shutdown(deadline: Deadline(after: SyncLimits.errorCloseTimeout))
+                throw SyncError(.ownerKeyDiffers, peer: address.description, family: welcome.family, outcome: .nothingStored)
             }
             let now = clock.now()
             try store.write {

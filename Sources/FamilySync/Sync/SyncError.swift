@@ -47,6 +47,9 @@ public struct SyncError: Error, CustomStringConvertible, Sendable {
         case firstSyncFailed
         /// The WELCOME names family `detail`, not the offer's `family`.
         case wrongFamily
+        /// A store of `family` redeemed an offer whose owner does not prove
+        /// the roster key the store holds: a forged offer, or a new key.
+        case ownerKeyDiffers
         /// `peer` (a host name) does not resolve (`detail`).
         case cannotResolve
         /// Nobody answered for the `.local` name `peer` (`detail`: where and how long it was asked).
@@ -83,6 +86,9 @@ public struct SyncError: Error, CustomStringConvertible, Sendable {
     public var outcome: Outcome
     public var causes: [any Error]
     public var notes: [String]
+    /// A refusal that came as a notice before authentication: anyone on the
+    /// network could have sent it, so its words are told as unverified.
+    public var unverified = false
 
     public init(_ kind: Kind, peer: String = "", detail: String = "", reason: String? = nil, family: String? = nil,
                 outcome: Outcome = .unsaid, causes: [any Error] = [], notes: [String] = []) {
@@ -128,8 +134,10 @@ public struct SyncError: Error, CustomStringConvertible, Sendable {
         case .handshakeTimeout: return "no answer from \(peer) during the TLS handshake"
         case .handshakeFailed: return "TLS handshake with \(peer) failed: \(detail) (is a family-sync peer listening there?)"
         case .busy: return "\(peer) is busy syncing with another device; gave up after \(detail)"
+        case .refused where unverified: return "refused by \(peer), unverified (a notice before authentication, which anyone on the network could send): \(detail) (\(reason ?? ""))"
         case .refused: return "refused by \(peer): \(detail) (\(reason ?? ""))"
         case .refusedRevoked: return "refused by \(peer): \(detail) (revoked); this device drops to free"
+        case .unknownToOwner where unverified: return "refused by \(peer), unverified (a notice before authentication): \(detail) (unknown-device)"
         case .unknownToOwner: return "refused by \(peer): \(detail) (unknown-device)"
         case .keyNotAccepted: return "refused by \(peer): it does not accept this device's key (a wrong family secret, or a key from before a revocation)"
         case .revoked: return "this device was revoked from family \(family ?? "") at \(detail); it syncs no more"
@@ -138,6 +146,7 @@ public struct SyncError: Error, CustomStringConvertible, Sendable {
         case .notAMember: return "device \(peer) is not a current member of this family"
         case .noPeerCouldSync: return "no known peer could sync: " + causes.map(tell).joined(separator: "; ")
         case .firstSyncFailed: return "joined family \(family ?? ""), but the first sync failed: \(causes.first.map(tell) ?? "")"
+        case .ownerKeyDiffers: return "\(peer) does not prove the roster key this store holds for family \(family ?? ""): the offer is not from the family's owner (anyone can write an offer naming the family); if the owner really made a new roster key, join with --accept-new-owner-key"
         case .wrongFamily: return "protocol error from \(peer): WELCOME names family \(detail), not the offer's \(family ?? "")"
         case .cannotResolve: return "cannot resolve \(peer): \(detail)"
         case .localNameUnanswered: return "nobody answered for \(peer) \(detail)"

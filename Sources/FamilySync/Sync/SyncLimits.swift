@@ -29,6 +29,16 @@ public enum SyncLimits {
     public static let keepaliveInterval = TimeSpan.seconds(10)
     /// A peer silent this long (no byte at all, keepalives included) has vanished.
     public static let idleTimeout = TimeSpan.seconds(45)
+    /// The longest a session may pass with no frame but PING in either
+    /// direction (`--quiet-limit`): every step of a session sends a frame,
+    /// so only a peer that holds the session without doing anything gets
+    /// here, and it must not hold a server's one session slot for it.
+    public static let defaultQuietLimit = TimeSpan.minutes(2)
+    /// The longest one session may run (`--session-limit`). What it applied
+    /// stays and photos still missing are asked for next time, so a library
+    /// larger than one session carries on over several; a peer that keeps a
+    /// session going with a trickle of work holds the slot no longer than this.
+    public static let defaultSessionLimit = TimeSpan.minutes(60)
     /// Connecting, the TLS handshake, reading a notice, and the closing handshake.
     public static let connectTimeout = TimeSpan.seconds(5)
     public static let handshakeTimeout = TimeSpan.seconds(10)
@@ -61,6 +71,17 @@ public enum SyncLimits {
     /// Connections the kernel queues before the acceptor takes them: enough
     /// for a burst of several pools' worth.
     public static let listenBacklog: Int32 = 64
+    /// The largest family-key epoch any message or identity may carry. The
+    /// epoch counts the family's key changes (one per revocation or restore),
+    /// so a family never comes near it; the bound keeps every `epoch + 1`
+    /// from overflowing, whatever a peer sends.
+    public static let maxEpoch: Int64 = (1 << 31) - 1
+    /// How far a member's HELLO `epoch` may be above the owner's own. Only a
+    /// restored owner store is behind its members, by the key changes made
+    /// since the copy was taken; more than this many cannot be a key the
+    /// owner made, so the session ends with a protocol error instead of the
+    /// owner moving its key to where a member says.
+    public static let maxEpochLead: Int64 = 1024
     /// The default port `serve` listens on and `connect` assumes.
     public static let defaultPort: UInt16 = 7433
     /// How large a session lets the write-ahead log grow before a checkpoint:

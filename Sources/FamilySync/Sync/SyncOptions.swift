@@ -17,9 +17,16 @@ public struct SyncFaults: OptionSet, Sendable {
 public struct SyncOptions: Sendable {
     public var waveTimeout: TimeSpan
     public var faults: SyncFaults
-    public init(waveTimeout: TimeSpan = SyncLimits.defaultWaveTimeout, faults: SyncFaults = []) {
+    /// A session with nothing but keepalives for this long ends (SyncLimits.defaultQuietLimit).
+    public var quietLimit: TimeSpan
+    /// A session running this long ends (SyncLimits.defaultSessionLimit).
+    public var sessionLimit: TimeSpan
+    public init(waveTimeout: TimeSpan = SyncLimits.defaultWaveTimeout, faults: SyncFaults = [],
+                quietLimit: TimeSpan = SyncLimits.defaultQuietLimit, sessionLimit: TimeSpan = SyncLimits.defaultSessionLimit) {
         self.waveTimeout = waveTimeout
         self.faults = faults
+        self.quietLimit = quietLimit
+        self.sessionLimit = sessionLimit
     }
 }
 

@@ -281,22 +281,16 @@ final class ServerGate: @unchecked Sendable {
         let deadline = Deadline(after: SyncLimits.preAuthGrace)
         var decision: ServerDecision?
         var busy = false
-        var reserved = false
-        defer {
-            if reserved { slot.release() }
-        }
+        // Nothing scarce is taken on the ClientHello: its binder proves only
+        // that someone once held the key (a ClientHello can be replayed). The
+        // slot is reserved once the handshake has completed with the key and
+        // a fresh (EC)DHE share, which a replayer cannot do (§5.1).
         guard let conn = try? TLSConnection(server: sock, context: context, lookup: { [unowned self] identity in
             entry.progressed()
-            // A second ClientHello (after a HelloRetryRequest) finds the slot already ours.
-            if !reserved && slot.isTaken { busy = true; return .noKey }
+            if slot.isTaken { busy = true; decision = nil; return .noKey }
             let d = decide(identity)
             decision = d
             guard let key = d.key else { return .noKey }
-            entry.markVetted()
-            if d.startsSession && !reserved {
-                guard slot.reserve() else { busy = true; decision = nil; return .noKey }
-                reserved = true
-            }
             return .key(key)
         }) else {
             pool.leave(entry)
@@ -324,11 +318,16 @@ final class ServerGate: @unchecked Sendable {
         }
         let channel = FrameChannel(conn, clock: clock.monotonic)
         let noticeDeadline = min(deadline, Deadline(after: SyncLimits.closeTimeout))
-        if conn.isAuthenticated, let d = decision, d.startsSession, reserved {
-            pool.leave(entry)
-            reserved = false  // the session thread releases the slot when the session ends
-            handoff.put(AuthenticatedPeer(connection: conn, decision: d, from: from))
-            return
+        if conn.isAuthenticated { entry.markVetted() }
+        if conn.isAuthenticated, let d = decision, d.startsSession {
+            if slot.reserve() {
+                pool.leave(entry)
+                // The session thread releases the slot when the session ends.
+                handoff.put(AuthenticatedPeer(connection: conn, decision: d, from: from))
+                return
+            }
+            // Another peer's handshake completed first: BUSY, on this authenticated session.
+            busy = true
         }
         defer { pool.leave(entry) }
         if busy {

@@ -6,6 +6,12 @@ struct SessionRefused: Error {
     var refusal: RefusalMessage
 }
 
+/// The server's handshake completed while another device's session took
+/// its one slot: BUSY as the first frame of the authenticated session (§5.1).
+struct SessionBusy: Error {
+    var retryAfter: TimeSpan
+}
+
 /// The peer ended the session with ERROR (its protocol error, about us).
 struct PeerReportedError: Error {
     var message: String
@@ -190,12 +196,21 @@ final class SyncSession {
         channel.send(.hello, json: hello.json)
         let f = try nextFrame(expecting: "HELLO")
         if f.type == .refused, peer.side == .client { throw SessionRefused(refusal: try RefusalMessage(f)) }
+        if f.type == .busy, peer.side == .client {
+            _ = channel.tls.shutdown(deadline: Deadline(after: SyncLimits.errorCloseTimeout))
+            throw SessionBusy(retryAfter: BusyReply.retryAfter(f))
+        }
         guard f.type == .hello else { throw ProtocolError("expected HELLO, got \(f.type.name)") }
         let h = try HelloMessage(f)
         guard h.device == peer.device else { throw ProtocolError("HELLO names device \(h.device), but the session key is \(peer.device)'s") }
         guard h.family == family.id else { throw ProtocolError("HELLO names family \(h.family), not \(family.id)") }
         guard (h.role == .owner) == (h.device == family.ownerDevice) else {
             throw ProtocolError("HELLO says role '\(h.role.rawValue)', but \(family.ownerDevice) is the family's owner")
+        }
+        // Trust (§4.7): a member's epoch above the owner's moves the owner's
+        // key (§4.6), so it is judged before anything is written.
+        if family.role == .owner, h.epoch > (try store.familyEpoch) + SyncLimits.maxEpochLead {
+            throw ProtocolError("HELLO field 'epoch': \(h.epoch) is more than \(SyncLimits.maxEpochLead) above the owner's \(try store.familyEpoch)")
         }
         peerHello = h
         // The set of records we send is fixed now (§7.2), and so is the clamp (§7.4).
@@ -315,7 +330,7 @@ final class SyncSession {
 
     private func peerErrorMessage(_ f: Frame) -> String {
         let m = (try? FieldReader(f).string("message", maxBytes: 1024)) ?? "(no message)"
-        return String(m.unicodeScalars.filter { $0.value >= 0x20 && $0.value != 0x7F }.map(Character.init))
+        return DisplayText.escaped(m)
     }
 
     /// Applies the peer's FAMILY. The owner takes nothing from a member's
@@ -505,6 +520,14 @@ final class SyncSession {
     private func keepAlive() throws {
         if timers.hasPassed(channel.lastReceived.adding(SyncLimits.idleTimeout)) {
             throw TLSError(.timeout, "\(peer.device) sent nothing for \(SyncLimits.idleTimeout)")
+        }
+        // Every session makes progress (§10): keepalives alone, or a session
+        // past its length, do not hold the peer (or a server's slot) any longer.
+        if timers.hasPassed(channel.lastWork.adding(options.quietLimit)) {
+            throw ProtocolError("the session made no progress: nothing but keepalives for \(options.quietLimit)")
+        }
+        if timers.hasPassed(started.adding(options.sessionLimit)) {
+            throw ProtocolError("the session reached its limit of \(options.sessionLimit); what it applied is kept, the rest comes in the next session")
         }
         if channel.backlog == 0, timers.hasPassed(channel.lastSent.adding(SyncLimits.keepaliveInterval)) {
             channel.send(.ping, [])

@@ -5,6 +5,12 @@ public enum PeerSyncCommand {
     static let waveTimeout = OptionSpec("wave-timeout", valueName: "DURATION",
         help: "Stop waiting for a wave of photo replies after this long without one; what is missing counts as unavailable and is asked for again next time.",
         default: SyncLimits.defaultWaveTimeout.description)
+    static let quietLimit = OptionSpec("quiet-limit", valueName: "DURATION",
+        help: "End a session in which nothing but keepalives has crossed, either way, for this long (a protocol error): a peer that does nothing holds no session.",
+        default: SyncLimits.defaultQuietLimit.description)
+    static let sessionLimit = OptionSpec("session-limit", valueName: "DURATION",
+        help: "End a session that has run this long (a protocol error); what it applied stays, and the next session carries on with the rest.",
+        default: SyncLimits.defaultSessionLimit.description)
     static let events = OptionSpec("events", valueName: "PATH",
         help: "Append progress events to PATH as NDJSON (one object per line, with 'event' and 'time'), for scripts.",
         completion: .file)
@@ -42,7 +48,7 @@ public enum PeerSyncCommand {
                              default: "0.0.0.0:\(SyncLimits.defaultPort)"),
                   .flag("once", help: "Exit after the first session (not after a refusal or a busy reply), with that session's status."),
                   .flag("no-advertise", help: "Do not announce this device with DNS-SD on the local network (it is never announced when listening on loopback)."),
-                  waveTimeout, events, root, CommonOptions.now, CommonOptions.quiet, faultSkipPhotoReplies, faultPreviousProtocol],
+                  waveTimeout, quietLimit, sessionLimit, events, root, CommonOptions.now, CommonOptions.quiet, faultSkipPhotoReplies, faultPreviousProtocol],
         examples: [Example("Serve the owner's device on the default port:", "peer-sync serve --db owner.db")]
     )
 
@@ -61,12 +67,17 @@ public enum PeerSyncCommand {
         the owner's device no longer knows it (its store was restored from a \
         copy older than this device's admission): a new admission, after \
         which its records merge by last-writer-wins. A device the owner holds \
-        as a current member is refused.
+        as a current member is refused. A store of a family joins only that \
+        family, and again only with the owner whose roster key it holds: an \
+        offer whose owner cannot prove that key (anyone can write an offer \
+        naming a family) is refused with status 77 and the store is left as \
+        it was, unless --accept-new-owner-key says otherwise.
         """,
         options: [CommonOptions.db,
                   OptionSpec("connect", valueName: "HOST:PORT", help: "Where the owner's device listens, when the offer carries no address or another one is right."),
+                  .flag("accept-new-owner-key", help: "Join again even when the owner's device does not prove the roster key this store holds (only when the family's owner really made a new one: otherwise the offer is forged)."),
                   OptionSpec("name", valueName: "NAME", help: "What to call this device (\"Anna's phone\"), at most \(DeviceName.maxBytes) bytes, no control characters. The owner keeps it and shows it to the family; only the owner can rename it later (peer-sync rename)."),
-                  wait, waveTimeout, events, root, CommonOptions.now, CommonOptions.quiet, faultPreviousProtocol],
+                  wait, waveTimeout, quietLimit, sessionLimit, events, root, CommonOptions.now, CommonOptions.quiet, faultPreviousProtocol],
         arguments: [ArgumentSpec("OFFER", help: "A file holding the offer (JSON or text), or - for standard input.", default: "-")],
         examples: [Example("Scan the owner's QR code and join:", "pair-scan pair.png | peer-sync join --db kid.db --name \"Anna's phone\"")]
     )
@@ -82,7 +93,7 @@ public enum PeerSyncCommand {
         with backoff until --wait runs out (then status 75). Nobody listening \
         is status 69, never a silent hang.
         """,
-        options: [CommonOptions.db, wait, waveTimeout, events, root, CommonOptions.now, CommonOptions.quiet, faultSkipPhotoReplies, faultPreviousProtocol],
+        options: [CommonOptions.db, wait, waveTimeout, quietLimit, sessionLimit, events, root, CommonOptions.now, CommonOptions.quiet, faultSkipPhotoReplies, faultPreviousProtocol],
         arguments: [ArgumentSpec("HOST:PORT", help: "The peer's address.", default: "the known peers in turn", completion: .none)],
         examples: [Example("Sync now with the owner's device:", "peer-sync connect --db kid.db owner.local:7433"),
                    Example("Sync with whichever known peer answers:", "peer-sync connect --db kid.db")]
@@ -248,7 +259,9 @@ public enum PeerSyncCommand {
         if a.declares(Option.faultInjectSkipPhotoReplies) && a.flag(Option.faultInjectSkipPhotoReplies) { faults.insert(.skipPhotoReplies) }
         if a.declares(Option.faultInjectPreviousProtocol) && a.flag(Option.faultInjectPreviousProtocol) { faults.insert(.speakPreviousVersion) }
         let wave = a.declares(Option.waveTimeout) ? try a.timeSpan(Option.waveTimeout, default: SyncLimits.defaultWaveTimeout) : SyncLimits.defaultWaveTimeout
-        return SyncOptions(waveTimeout: wave, faults: faults)
+        let quiet = a.declares(Option.quietLimit) ? try a.timeSpan(Option.quietLimit, default: SyncLimits.defaultQuietLimit) : SyncLimits.defaultQuietLimit
+        let length = a.declares(Option.sessionLimit) ? try a.timeSpan(Option.sessionLimit, default: SyncLimits.defaultSessionLimit) : SyncLimits.defaultSessionLimit
+        return SyncOptions(waveTimeout: wave, faults: faults, quietLimit: quiet, sessionLimit: length)
     }
 
     /// `--wait`: a duration, 0 included (one try, no retry).
@@ -420,7 +433,8 @@ public enum PeerSyncCommand {
         let footprint = NewStoreFootprint(path: ctx.storePath)
         do {
             return try runClient(ctx, createStore: true) { client, wait in
-                let summary = try client.join(offer: offer, at: target, browse: given == nil, wait: wait, name: name)
+                let summary = try client.join(offer: offer, at: target, browse: given == nil, wait: wait, name: name,
+                                              acceptNewOwnerKey: ctx.args.flag(Option.acceptNewOwnerKey))
                 // Joined: the root given now is the store's from here on.
                 if let roots {
                     let store = try ctx.store()
@@ -632,6 +646,9 @@ extension PeerSyncCommand {
         case root
         case wait
         case waveTimeout = "wave-timeout"
+        case quietLimit = "quiet-limit"
+        case acceptNewOwnerKey = "accept-new-owner-key"
+        case sessionLimit = "session-limit"
         case noAdvertise = "no-advertise"
         case timeout
     }

@@ -57,10 +57,10 @@ import Testing
         #expect(throws: ProtocolError.self) { try FamilyMessage(Frame(.family, Array(shortKey.utf8))) }
     }
 
-    @Test func refusalsNeedAKnownReasonAndLoseControlCharacters() throws {
-        let r = try RefusalMessage(Frame(.refused, Array("{\"reason\":\"revoked\",\"message\":\"gone\\u001b[31m\"}".utf8)))
+    @Test func refusalsNeedAKnownReasonAndShowControlAndBidiCharactersEscaped() throws {
+        let r = try RefusalMessage(Frame(.refused, Array("{\"reason\":\"revoked\",\"message\":\"gone\\u001b[31m\\u202e!\"}".utf8)))
         #expect(r.reason == .revoked)
-        #expect(r.message == "gone[31m")
+        #expect(r.message == "gone\\u{1B}[31m\\u{202E}!")
         #expect(throws: ProtocolError.self) { try RefusalMessage(Frame(.refused, Array("{\"reason\":\"nope\"}".utf8))) }
     }
 

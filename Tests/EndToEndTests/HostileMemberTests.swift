@@ -1,0 +1,108 @@
+import Foundation
+import Testing
+import FamilySync
+
+/// A member that turns against the household, driven frame by frame with its
+/// own keys (read from its own store) against a running `peer-sync serve`:
+/// every value it sends is judged by its role and bounds (docs/protocol.md
+/// §4.7), and no session it holds can stall the owner (§10).
+@Suite struct HostileMemberTests {
+    /// The member's HELLO with `epoch` as the member says it.
+    static func hello(_ member: String, ofOwner owner: String, epoch: String) throws -> [UInt8] {
+        let fam = try Store(path: owner).family()!
+        let me = try Store(path: member).deviceID
+        let text = "{\"protocol\":\(SyncProtocol.version),\"device\":\"\(me)\",\"family\":\"\(fam.id)\",\"role\":\"member\",\"clock\":\"\(Timestamp.current().rfc3339)\",\"epoch\":\(epoch),\"after\":0,\"sent\":0,\"software\":\"hostile\"}"
+        return RawPeer.frame(0x01, Array(text.utf8))
+    }
+
+    /// Reads frames until ERROR (its text) or the end of the connection (nil),
+    /// sending a PING every half second meanwhile, as a member that only
+    /// keeps the session alive does.
+    static func pingUntilError(_ peer: RawPeer, within seconds: TimeInterval) throws -> String? {
+        let end = Date().addingTimeInterval(seconds)
+        while Date() < end {
+            try peer.send(RawPeer.frame(0x31, []))
+            do {
+                guard let f = try peer.readFrame(timeout: 0.5) else { return nil }
+                if f.type == 0x3F { return String(decoding: f.payload, as: UTF8.self) }
+            } catch is HarnessError {
+                continue  // nothing whole within half a second: ping again
+            }
+        }
+        throw HarnessError("no ERROR within \(seconds) s")
+    }
+
+    /// §4.7, §7.1: a HELLO `epoch` past the protocol's bound, or further above
+    /// the owner's own than a restore can explain, is a protocol error naming
+    /// the field. serve keeps running, the owner's key stays where it was,
+    /// and the member's next honest sync completes.
+    @Test func anEpochOutOfRangeIsAProtocolErrorNamingTheFieldAndChangesNothing() throws {
+        let dir = TempDir()
+        let (owner, member, server) = try PeerSyncFaultTests.pair(dir)
+        defer { server.stop() }
+        let epochBefore = try Store(path: owner).familyEpoch
+        let keyBefore = try Store(path: owner).familySecret()?.copiedBytes
+        for epoch in ["9223372036854775807", "\(Int64(1) << 62)", "\(SyncLimits.maxEpoch + 1)", "\(epochBefore + SyncLimits.maxEpochLead + 1)"] {
+            let peer = try RawPeer.member(member, ofOwner: owner, port: server.port)
+            defer { peer.drop() }
+            try peer.send(try Self.hello(member, ofOwner: owner, epoch: epoch))
+            let error = try #require(try peer.readUntil(0x3F, timeout: 30), "epoch \(epoch): no ERROR")
+            #expect(String(decoding: error, as: UTF8.self).contains("HELLO field 'epoch'"), "epoch \(epoch): \(String(decoding: error, as: UTF8.self))")
+            #expect(server.process.isRunning, "serve ended on epoch \(epoch)")
+        }
+        let o = try Store(path: owner)
+        #expect(try o.familyEpoch == epochBefore)
+        #expect(try o.familySecret()?.copiedBytes == keyBefore)
+        let r = try Tools.run("peer-sync", ["connect", "--db", member, server.address], timeout: 60)
+        #expect(r.status == 0, "\(r.err)")
+    }
+
+    /// §10: a member that says HELLO and then only pings loses the session
+    /// at the quiet limit, with an ERROR that says so; the owner's slot is
+    /// free for the next member at once.
+    @Test func aMemberThatOnlyPingsLosesTheSessionAtTheQuietLimit() throws {
+        let dir = TempDir()
+        let (owner, member, server) = try PeerSyncFaultTests.pair(dir, serveExtra: ["--quiet-limit", "2s"])
+        defer { server.stop() }
+        let peer = try RawPeer.member(member, ofOwner: owner, port: server.port)
+        defer { peer.drop() }
+        try peer.send(try Self.hello(member, ofOwner: owner, epoch: "0"))
+        let error = try #require(try Self.pingUntilError(peer, within: 60))
+        #expect(error.contains("no progress") && error.contains("keepalives"), "\(error)")
+        let ended = try #require(server.waitForEvent("ended", count: 1))
+        #expect(ended["outcome"]?.stringValue == "protocol-error")
+        let r = try Tools.run("peer-sync", ["connect", "--db", member, server.address], timeout: 60)
+        #expect(r.status == 0, "\(r.err)")
+    }
+
+    /// §10: a member that keeps a session going with a trickle of work (a
+    /// photo request now and then) holds it no longer than the session
+    /// limit; the next member's sync then completes.
+    @Test func aTrickleOfWorkHoldsTheSessionNoLongerThanItsLimit() throws {
+        let dir = TempDir()
+        let (owner, member, server) = try PeerSyncFaultTests.pair(dir, serveExtra: ["--session-limit", "3s"])
+        defer { server.stop() }
+        let peer = try RawPeer.member(member, ofOwner: owner, port: server.port)
+        defer { peer.drop() }
+        let (_, family) = try RawPeer.opening(member, ofOwner: owner)
+        try peer.send(try Self.hello(member, ofOwner: owner, epoch: "0") + family)
+        let request = RawPeer.frame(0x20, Array("{\"photos\":[\"\(String(repeating: "ab", count: 32))\"]}".utf8))
+        let end = Date().addingTimeInterval(60)
+        var error: String?
+        trickle: while Date() < end {
+            try peer.send(request)
+            do {
+                while let f = try peer.readFrame(timeout: 0.5) {
+                    if f.type == 0x3F { error = String(decoding: f.payload, as: UTF8.self); break trickle }
+                }
+                break  // closed without ERROR
+            } catch is HarnessError {
+                continue
+            }
+        }
+        let text = try #require(error, "the session was not ended")
+        #expect(text.contains("reached its limit"), "\(text)")
+        let r = try Tools.run("peer-sync", ["connect", "--db", member, server.address], timeout: 60)
+        #expect(r.status == 0, "\(r.err)")
+    }
+}
