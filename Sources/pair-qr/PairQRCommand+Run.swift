@@ -37,7 +37,9 @@ extension PairQRCommand {
         let format = try chooseFormat(a.value(Option.format), output: output)
 
         let store = try ctx.store()
+        try refuseWhenFull(store, ctx)
         let offer = try store.makeOffer(ttl: ttl, address: try address ?? defaultAddress(store), now: ctx.now)
+        Interruption.whatIsKept("offer \(offer.nonce) stays open until \(offer.expiresAt.rfc3339); 'pair-qr --close \(offer.nonce)' closes it")
         do {
             let code = try QRCode.encode(alphanumeric: offer.text, level: level)
             let r = QRRenderer(code: code, margin: margin, moduleSize: size)
@@ -61,6 +63,16 @@ extension PairQRCommand {
         }
         try ctx.out.writeLine(offer.json)
         return .success
+    }
+
+    /// An offer for a family with no free place could only be refused at the
+    /// join: refused here instead (77), with how to make room.
+    static func refuseWhenFull(_ store: Store, _ ctx: ToolContext) throws {
+        guard let fam = try store.family(), fam.role == .owner else { return }
+        let active = try store.activeDeviceCount(), max = try store.maxDevices
+        guard active >= max else { return }
+        throw ToolError(.noPermission, "the family is full (\(active) of \(max) devices), so no device could join with an offer; "
+                        + "make room with 'peer-sync revoke --db \(store.path) DEVICE' ('peer-sync status --db \(store.path)' lists the devices)")
     }
 
     /// Without --addr, an offer carries where this store's `peer-sync serve`

@@ -262,7 +262,11 @@ public final class SyncClient {
     /// (it names the offer by a tag only its holder recognises), so an offer
     /// whose address went stale, or that carries none, still finds the owner.
     /// `name`: what this device calls itself (DeviceName), sent in JOIN for the owner to keep.
-    public func join(offer: PairingOffer, at given: HostPort?, browse: Bool, wait: TimeSpan, name: String? = nil) throws -> SyncSummary {
+    /// `onAdmitted` runs inside the transaction that stores the admission, so
+    /// what the caller keeps with it (a trust root) is there even when the
+    /// first sync is interrupted.
+    public func join(offer: PairingOffer, at given: HostPort?, browse: Bool, wait: TimeSpan, name: String? = nil,
+                     onAdmitted: ((Store) throws -> Void)? = nil) throws -> SyncSummary {
         let me = try store.deviceID
         // A member's store may join its family again with a new offer: a
         // revoked one, or one the owner does not know (its store was restored
@@ -366,6 +370,10 @@ public final class SyncClient {
                 if held == nil { try store.setFamilyKey(welcome.familyKey, epoch: welcome.epoch) }
                 try store.setOwnDeviceKey(welcome.deviceKey)
                 if let name { try store.setDeviceName(me, name) }
+                // Where the owner's device answered, kept with the admission: a
+                // first sync that does not finish leaves a store 'connect' can finish.
+                try store.rememberAddressInTransaction(address.description, of: welcome.owner)
+                try onAdmitted?(store)
             }
             emit("joined", [("family", .string(welcome.family)), ("owner", .string(welcome.owner)), ("device", .string(me))])
             guard let fam = try store.family() else { throw StoreError(.inconsistent, path: store.path, detail: "the family just stored could not be read back") }

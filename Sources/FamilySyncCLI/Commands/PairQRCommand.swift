@@ -17,7 +17,9 @@ public enum PairQRCommand {
             --list prints the open offers, one JSON line each; --close NONCE, or --close all, ends offers early, as when the pairing sheet is closed. A member's store makes no offers: pair-qr says so and exits 77, changing nothing.
             """,
         options: [
-            CommonOptions.db,
+            OptionSpec("db", valueName: "PATH",
+                       help: "The owner's store. Drawing an offer creates a missing one (standard error says created a new store at PATH); --list and --close need it to exist (status 66).",
+                       default: CommonOptions.db.defaultValue, completion: .file),
             OptionSpec("ttl", valueName: "DURATION", help: "How long the offer stays open (at most 1d).", default: "10m"),
             OptionSpec("addr", valueName: "HOST:PORT", help: "The address members reach this device at, carried in the code (an IPv6 host without brackets).",
                        default: "where this store's peer-sync serve listens, else this host's primary address on port 7433"),

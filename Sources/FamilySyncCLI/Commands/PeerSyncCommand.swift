@@ -63,7 +63,7 @@ public enum PeerSyncCommand {
         which its records merge by last-writer-wins. A device the owner holds \
         as a current member is refused.
         """,
-        options: [CommonOptions.db,
+        options: [CommonOptions.newDB,
                   OptionSpec("connect", valueName: "HOST:PORT", help: "Where the owner's device listens, when the offer carries no address or another one is right."),
                   OptionSpec("name", valueName: "NAME", help: "What to call this device (\"Anna's phone\"), at most \(DeviceName.maxBytes) bytes, no control characters. The owner keeps it and shows it to the family; only the owner can rename it later (peer-sync rename)."),
                   wait, waveTimeout, events, root, CommonOptions.now, CommonOptions.quiet, faultVersion1],
@@ -226,6 +226,13 @@ public enum PeerSyncCommand {
 
     public static func run(_ ctx: ToolContext) throws -> ExitStatus {
         switch ctx.args.commandPath.last {
+        case "serve", "join", "connect":
+            // A signal ends a session at its next safe point (no cursor moves), then the tool says what it kept.
+            Interruption.stopCooperatively()
+        default:
+            break
+        }
+        switch ctx.args.commandPath.last {
         case "serve": return try runServe(ctx)
         case "join": return try runJoin(ctx)
         case "connect": return try runConnect(ctx)
@@ -309,17 +316,16 @@ public enum PeerSyncCommand {
         return "\(s) seconds"
     }
 
-    /// Turns SIGINT and SIGTERM into a stop request: the server stops
-    /// accepting and a running session ends without moving any cursor.
-    /// A parent may have left them blocked; they are unblocked here.
-    static func installStopHandlers() {
-        signal(SIGINT) { _ in SyncStop.request() }
-        signal(SIGTERM) { _ in SyncStop.request() }
-        var set = sigset_t()
-        sigemptyset(&set)
-        sigaddset(&set, SIGINT)
-        sigaddset(&set, SIGTERM)
-        pthread_sigmask(SIG_UNBLOCK, &set, nil)
+    /// The session a signal ended, inside `error` (a summary of tries, a failed first sync).
+    static func interruptedSession(_ error: (any Error)?) -> SyncError? {
+        guard let e = error as? SyncError else { return nil }
+        if e.kind == .interrupted { return e }
+        return e.causes.lazy.compactMap(interruptedSession).first
+    }
+
+    /// What a session a signal ended leaves: the batches it applied, no cursor moved.
+    static func keptOfSession(_ e: SyncError) -> String {
+        "the session with \(e.peer) ended; the records it applied are kept and no cursor moved, so the next session with that device syncs again"
     }
 
     // MARK: serve
@@ -333,7 +339,10 @@ public enum PeerSyncCommand {
         let (progress, _) = try observer(ctx)
         let log = ServiceLog(ctx)
         let obs: SyncObserver = { e in progress(e); log.event(e) }
-        installStopHandlers()
+        ctx.keptAfterStop = { error in
+            "stopped serving" + (interruptedSession(error).map { "; \(keptOfSession($0))" } ?? "")
+        }
+        var stoppedSession: SyncError?
         let server = try SyncServer(store: store, options: opts, now: ctx.now, observer: obs, verifier: try verifier(ctx))
         var responder: MDNSResponder?
         defer { responder?.stop() }
@@ -351,10 +360,13 @@ public enum PeerSyncCommand {
                 try ctx.out.flush()
                 ctx.log(SyncProgressView.sessionLine(summary.json))
             case let .failure(e):
+                // A session a signal ended is told on the one closing line.
+                if Interruption.signal != nil, let s = interruptedSession(e) { stoppedSession = s; break }
                 ctx.warn(ctx.failure(e).message)
             }
         }
         ctx.endProgress()
+        if let stoppedSession { throw stoppedSession }
         if case let .failure(e)? = last { return ctx.failure(e).status }
         return .success
     }
@@ -406,18 +418,31 @@ public enum PeerSyncCommand {
         let footprint = NewStoreFootprint(path: ctx.storePath)
         do {
             return try runClient(ctx, createStore: true) { client, wait in
-                let summary = try client.join(offer: offer, at: target, browse: given == nil, wait: wait, name: name)
-                // Joined: the root given now is the store's from here on.
-                if let roots {
-                    let store = try ctx.store()
-                    try store.write { try store.setTrustRootsInTransaction(roots) }
+                ctx.keptAfterStop = { error in joinKept(ctx, error: error) }
+                // Joined: the root given now is the store's from here on, kept with the admission.
+                let summary = try client.join(offer: offer, at: target, browse: given == nil, wait: wait, name: name) { store in
+                    if let roots { try store.setTrustRootsInTransaction(roots) }
                 }
+                ctx.announceCreatedStore()
                 return summary
             }
         } catch {
-            if !footprint.existedBefore, ctx.closeStoreIfNotJoined() { footprint.remove() }
+            if !footprint.existedBefore, ctx.closeStoreIfNotJoined() { footprint.remove() } else { ctx.announceCreatedStore() }
             throw error
         }
+    }
+
+    /// What an interrupted join kept: nothing before the admission; after
+    /// it, the admission (family, keys, the owner's address, --root) and how
+    /// to finish the first sync.
+    static func joinKept(_ ctx: ToolContext, error: (any Error)?) -> String {
+        if error == nil { return "joined, and the first sync had completed (its summary is above)" }
+        guard let store = try? ctx.store(create: false), let fam = try? store.family(),
+              let owner = try? store.device(fam.ownerDevice) else { return "nothing was stored" }
+        let finish = "peer-sync connect --db \(store.path)" + (owner.lastAddress.map { " \($0)" } ?? "")
+        return "this device joined family \(fam.id), and the admission is kept in \(store.path)"
+            + (interruptedSession(error) != nil ? " with the records the first sync applied" : "")
+            + "; finish the first sync with '\(finish)'"
     }
 
     /// One client session (join or connect): the store, options and progress
@@ -426,9 +451,9 @@ public enum PeerSyncCommand {
                                   _ session: (SyncClient, TimeSpan) throws -> SyncSummary) throws -> ExitStatus {
         let opts = try options(ctx)
         let wait = try waitSpan(ctx)
-        let store = try ctx.store(create: createStore)
+        // A join's new store is announced once it holds the family (a refused join leaves none).
+        let store = try ctx.store(create: createStore, announceLater: true)
         let (obs, _) = try observer(ctx)
-        installStopHandlers()
         let client = try SyncClient(store: store, options: opts, now: ctx.now, observer: obs, verifier: try verifier(ctx))
         defer { ctx.endProgress() }
         let summary = try session(client, wait)
@@ -441,6 +466,10 @@ public enum PeerSyncCommand {
 
     static func runConnect(_ ctx: ToolContext) throws -> ExitStatus {
         let target = try ctx.args.argument("HOST:PORT").map { try address($0, option: "HOST:PORT") }
+        ctx.keptAfterStop = { error in
+            if error == nil { return "the session had completed (its summary is above)" }
+            return interruptedSession(error).map(keptOfSession) ?? "no session had started; nothing was changed"
+        }
         return try runClient(ctx) { client, wait in
             try target.map { try client.sync(with: $0, wait: wait) } ?? client.syncNow(wait: wait)
         }
@@ -451,7 +480,7 @@ public enum PeerSyncCommand {
     static func runDiscover(_ ctx: ToolContext) throws -> ExitStatus {
         let timeout = try ctx.args.timeSpan(Option.timeout, default: PeerFinder.browseTime)
         guard timeout.milliseconds > 0, timeout <= TimeSpan.minutes(1) else { throw ToolError.usage("--timeout: give a duration from 1ms to 1m") }
-        let store = try ctx.store()
+        let store = try ctx.store(create: false)
         guard let fam = try store.family(), let key = try store.familySecret() else {
             throw StoreError(.noFamily, path: store.path)
         }

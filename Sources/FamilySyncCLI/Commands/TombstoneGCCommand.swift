@@ -67,6 +67,8 @@ public enum TombstoneGCCommand {
         let verbose = ctx.args.flag(Option.verbose)
         if let extra = ctx.args.positionals.first { throw ToolError.usage("unexpected argument '\(extra)'") }
         let store = try ctx.store(create: false)
+        // Each step is a transaction of its own: a stop keeps the finished ones, and the next run does the rest.
+        if !ctx.args.flag(Option.dryRun) { Interruption.whatIsKept("what the finished steps removed is gone, the step under way was rolled back; run it again to finish") }
         let report = try store.collectGarbage(now: ctx.now, horizon: horizon, photoGrace: grace,
                                               dryRun: ctx.args.flag(Option.dryRun),
                                               log: verbose ? { ctx.warn($0) } : nil)
