@@ -45,6 +45,9 @@ public enum ExitStatus: Int32, Sendable, CaseIterable {
 public struct ToolError: Error, CustomStringConvertible, Sendable {
     public var status: ExitStatus
     public var message: String
+    /// The command a usage error is about, when it was known before the
+    /// arguments were all parsed (its usage line is the one shown).
+    public var commandPath: [String]?
     public init(_ status: ExitStatus, _ message: String) {
         self.status = status
         self.message = message

@@ -158,8 +158,8 @@ public enum Tool {
             let e = ToolError(error, command: parsed?.commandPath ?? [name])
             say(e.message)
             if e.status == .usage {
-                let path = parsed?.commandPath ?? [name]
-                let s = parsed?.spec ?? spec
+                let path = parsed?.commandPath ?? e.commandPath ?? [name]
+                let s = parsed?.spec ?? path.dropFirst().reduce(spec) { s, sub in s.subcommands.first { $0.name == sub } ?? s }
                 StandardStreams.writeError("Usage: \(HelpText.usageLine(s, path: path))\n  See '\(path.joined(separator: " ")) --help'.\n")
             }
             return e.status

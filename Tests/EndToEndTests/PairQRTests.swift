@@ -13,7 +13,7 @@ import Testing
     /// Scans a raster with the built pair-scan (through a PGM file).
     static func scan(_ img: GrayImage, in dir: TempDir, name: String, now: String = now) throws -> ToolResult {
         let p = dir.file(name + ".pgm")
-        FileManager.default.createFile(atPath: p, contents: Data(PNMCodec.encodePGM(img)))
+        _ = FileManager.default.createFile(atPath: p, contents: Data(PNMCodec.encodePGM(img)))
         return try Tools.run("pair-scan", ["--now", now, p])
     }
 

@@ -81,7 +81,7 @@ public final class LineReader {
                 lineNumber += 1
                 var stop = nl
                 if stop > start, buf[stop - 1] == 0x0D { stop -= 1 }
-                let line = UnsafeRawBufferPointer(rebasing: buf[start..<stop])
+                let line = UnsafeRawBufferPointer(rebasing: buf[firstByte(start, stop)..<stop])
                 start = nl + 1
                 if line.count > maxLineBytes { return .tooLong(line.count) }
                 return .text(line)
@@ -91,7 +91,7 @@ public final class LineReader {
                 lineNumber += 1
                 var stop = end
                 if buf[stop - 1] == 0x0D { stop -= 1 }
-                let line = UnsafeRawBufferPointer(rebasing: buf[start..<stop])
+                let line = UnsafeRawBufferPointer(rebasing: buf[firstByte(start, stop)..<stop])
                 start = end
                 if line.count > maxLineBytes { return .tooLong(line.count) }
                 return .text(line)
@@ -118,6 +118,14 @@ public final class LineReader {
             try fill()
             scanFrom = start + scanned
         }
+    }
+
+    /// Where line `lineNumber` (just counted) starts: past a UTF-8 byte-order
+    /// mark at the very start of the input, which editors on some systems
+    /// write and which is no part of the first line's text.
+    private func firstByte(_ from: Int, _ stop: Int) -> Int {
+        guard lineNumber == 1, stop - from >= 3, buf[from] == 0xEF, buf[from + 1] == 0xBB, buf[from + 2] == 0xBF else { return from }
+        return from + 3
     }
 
     private func memchrIndex(from i: Int) -> Int? {

@@ -234,7 +234,8 @@ public final class SyncClient {
         do {
             let left = TimeSpan(milliseconds: max(0, Int64(giveUp.remainingMilliseconds)))
             return try sync(with: winner.candidate.address, wait: left, expected: winner.candidate.device)
-        } catch let e as SyncError where e.isUnreachable || e.isBusy {
+        } catch let e as SyncError where (e.isUnreachable || e.isBusy) && !SyncStop.isRequested {
+            // A stop request ends the pass; any other failure moves on to the next peer.
             if !e.isBusy { allBusy = false }
             failures.append(e)
         }
@@ -245,7 +246,7 @@ public final class SyncClient {
             do {
                 let left = TimeSpan(milliseconds: max(0, Int64(giveUp.remainingMilliseconds)))
                 return try sync(with: addr, wait: left, expected: p.deviceID)
-            } catch let e as SyncError where e.isUnreachable || e.isBusy {
+            } catch let e as SyncError where (e.isUnreachable || e.isBusy) && !SyncStop.isRequested {
                 if !e.isBusy { allBusy = false }
                 failures.append(e)
             }

@@ -100,9 +100,10 @@ public enum PeerSyncCommand {
         revoked device next reaches the owner's device it is told so on an \
         authenticated session and drops to free.
         """,
-        options: [CommonOptions.db, CommonOptions.now],
+        options: [CommonOptions.db, CommonOptions.now,
+                  .flag("dry-run", short: "n", help: "Say which device DEVICE names (its ID and name) and change nothing.")],
         arguments: [ArgumentSpec("DEVICE", help: "The device ID, or a unique prefix of it (4 characters or more).", optional: false, completion: revocable)],
-        examples: [Example("Revoke a lost phone:", "peer-sync revoke --db owner.db 7F3A")]
+        examples: [Example("Which device does 7F3A name? Then revoke the lost phone:", "peer-sync revoke --dry-run --db owner.db 7F3A\npeer-sync revoke --db owner.db 7F3A")]
     )
 
     static let rename = CommandSpec(
@@ -523,6 +524,12 @@ public enum PeerSyncCommand {
         let dev = try device(ctx, store)
         guard dev.deviceID != me else { throw ToolError.usage("DEVICE: the owner's own device cannot be revoked") }
         let already = dev.revokedAt != nil
+        let named = dev.deviceID + (dev.name.map { " (\($0))" } ?? "")
+        if ctx.args.flag(Option.dryRun) {
+            try ctx.out.writeLine(.object([("device", .string(dev.deviceID)), ("name", .optional(dev.name)), ("alreadyRevoked", .bool(already)), ("dryRun", .bool(true))]))
+            ctx.warn("would revoke \(named); nothing was changed")
+            return .success
+        }
         let epoch = try store.write { () -> Int64 in
             if already { return try store.familyEpoch }
             return try store.revokeDeviceInTransaction(dev.deviceID, now: ctx.now)
@@ -532,8 +539,9 @@ public enum PeerSyncCommand {
             ctx.warn("the old family key stays in the store's write-ahead log until the next checkpoint: another process is reading the store")
         }
         let after = try store.device(dev.deviceID)
+        if !already { ctx.warn("revoked \(named)") }
         try ctx.out.writeLine(.object([
-            ("revoked", .string(dev.deviceID)), ("revokedAt", after?.revokedAt.map { .string($0.rfc3339) } ?? .null),
+            ("revoked", .string(dev.deviceID)), ("name", .optional(dev.name)), ("revokedAt", after?.revokedAt.map { .string($0.rfc3339) } ?? .null),
             ("alreadyRevoked", .bool(already)), ("epoch", .int(epoch)),
             ("devices", .int(try store.activeDeviceCount())), ("maxDevices", .int(try store.maxDevices)),
         ]))
@@ -636,6 +644,7 @@ extension PeerSyncCommand {
         case connect
         case db
         case deviceIDs = "device-ids"
+        case dryRun = "dry-run"
         case name
         case events
         case faultInjectProtocolVersion1 = "fault-inject-protocol-version-1"
