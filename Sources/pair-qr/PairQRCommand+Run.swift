@@ -12,8 +12,14 @@ extension PairQRCommand {
             if a.flag(Option.list) && a.isSet(Option.close) { throw ToolError.usage("--list and --close cannot be combined") }
             if let first = drawing.first { throw ToolError.usage("--\(first) makes no sense with --\(a.flag(Option.list) ? "list" : "close")") }
         }
+        if a.flag(Option.json) && !a.flag(Option.list) { throw ToolError.usage("--json goes with --list (an offer is always printed as JSON)") }
         if a.flag(Option.list) {
-            for offer in try ctx.store(create: false).openOffers(now: ctx.now) { try ctx.out.writeLine(offer.json) }
+            let offers = try ctx.store(create: false).openOffers(now: ctx.now)
+            if StatusView.wantsJSON(ctx, flag: Option.json) {
+                for offer in offers { try ctx.out.writeLine(offer.json) }
+            } else {
+                try ctx.out.write(StatusView.offers(offers))
+            }
             return .success
         }
         if let target = a.value(Option.close) { return try closeOffers(target, ctx) }

@@ -47,4 +47,113 @@ import FamilySync
         #expect(later.status == 65, "\(later.err)")
         #expect(later.err.contains("<stdin>:2"), "\(later.err)")
     }
+
+    /// peer-sync status and pair-qr --list: readable on a terminal, JSON when piped or with --json.
+    @Test func statusAndOfferListAreReadableOnATerminalAndJSONOtherwise() throws {
+        let dir = TempDir()
+        let owner = dir.file("owner.db"), kid = dir.file("kid.db")
+        let offer = try Household.owner(owner)
+        let server = try ServeProcess(db: owner, dir: dir)
+        defer { server.stop() }
+        #expect(try Household.join(kid, server: server, offer: offer, extra: ["--name", "Ben's tablet"]).status == 0)
+        let kidID = try Household.device(kid)
+
+        let (st, drawn) = try ProgressTests.onTerminal([Tools.path("peer-sync"), "status", "--db", owner], columns: 120, dir: dir, name: "status")
+        #expect(st == 0)
+        let shown = try String(contentsOfFile: dir.file("status.out"), encoding: .utf8) + drawn
+        #expect(!shown.hasPrefix("{"), "\(shown)")
+        #expect(shown.contains("this device is the owner"), "\(shown)")
+        #expect(shown.contains("devices: 2 of 4"), "\(shown)")
+        #expect(shown.contains("\(kidID)  Ben's tablet"), "\(shown)")
+        #expect(shown.contains("last synced 20"), "\(shown)")
+        #expect(shown.contains("proof: free (no-proof)"), "\(shown)")
+
+        let piped = try Tools.run("peer-sync", ["status", "--db", owner])
+        let pipedJSON = try JSONParser.parse(piped.lines.first ?? "")
+        #expect(piped.lines.count == 1 && pipedJSON["family"] != nil)
+        let (js, jsDrawn) = try ProgressTests.onTerminal([Tools.path("peer-sync"), "status", "--json", "--db", owner], columns: 120, dir: dir, name: "json")
+        #expect(js == 0)
+        #expect((try String(contentsOfFile: dir.file("json.out"), encoding: .utf8) + jsDrawn).hasPrefix("{"))
+
+        let open = try Store(path: owner).openOffers(now: Timestamp.current())
+        let (ls, lsDrawn) = try ProgressTests.onTerminal([Tools.path("pair-qr"), "--list", "--db", owner], columns: 120, dir: dir, name: "list")
+        #expect(ls == 0)
+        let listed = try String(contentsOfFile: dir.file("list.out"), encoding: .utf8) + lsDrawn
+        #expect(open.isEmpty ? listed.contains("no open offers") : listed.contains("\(open[0].nonce)  until "), "\(listed)")
+        let listJSON = try Tools.run("pair-qr", ["--list", "--db", owner])
+        #expect(listJSON.lines.count == open.count)
+        #expect(listJSON.lines.allSatisfy { $0.hasPrefix("{") })
+    }
+
+    /// A mistyped option of a subcommand shows that subcommand's usage.
+    @Test func aSubcommandsUsageErrorShowsItsOwnUsage() throws {
+        let r = try Tools.run("peer-sync", ["serve", "--listn", "127.0.0.1:0"])
+        #expect(r.status == 64)
+        #expect(r.err.contains("unknown option '--listn' (did you mean '--listen'?)"), "\(r.err)")
+        #expect(r.err.contains("Usage: peer-sync serve "), "\(r.err)")
+    }
+
+    /// A zero duration where one must pass is said as such.
+    @Test func aZeroDurationIsSaidToBeNoTime() throws {
+        let r = try Tools.run("pair-qr", ["--db", TempDir().file("o.db"), "--ttl", "0s"])
+        #expect(r.status == 64)
+        #expect(r.err.hasPrefix("pair-qr: --ttl: '0s' is no time at all; it must be more than 0"), "\(r.err)")
+    }
+
+    /// Renewal info or a notification checked as a transaction: the verdict says which --type it looks like.
+    @Test func anotherSignedTypeIsNamedWithItsType() throws {
+        let pki = OpenSSLPKI.shared
+        let signed = pki.madeAt.adding(.minutes(1)).milliseconds
+        let renewal = try pki.token(payload: #"{"originalTransactionId":"1","autoRenewProductId":"family.monthly","autoRenewStatus":1,"signedDate":\#(signed),"environment":"Production"}"#)
+        let r = try Tools.run("jws-verify", ["--root", pki.rootPEM, "--bundle-id", "com.example.family", "--now", pki.madeAt.adding(.days(1)).rfc3339], input: renewal)
+        #expect(r.status == 1)
+        let v = try JSONParser.parse(r.lines[0])
+        #expect(v["reason"]?.stringValue == "wrong-bundle")
+        #expect(v["detail"]?.stringValue?.contains("give --type renewal-info") == true, "\(r.out)")
+    }
+
+    /// revoke names the device a prefix picked, and --dry-run changes nothing.
+    @Test func revokeNamesTheDeviceAndDryRunChangesNothing() throws {
+        let dir = TempDir()
+        let owner = dir.file("owner.db"), kid = dir.file("kid.db")
+        let offer = try Household.owner(owner)
+        let server = try ServeProcess(db: owner, dir: dir)
+        defer { server.stop() }
+        #expect(try Household.join(kid, server: server, offer: offer, extra: ["--name", "Lost phone"]).status == 0)
+        let kidID = try Household.device(kid)
+        let prefix = String(kidID.prefix(4))
+        let before = try Household.fingerprint(owner)
+        let dry = try Tools.run("peer-sync", ["revoke", "--dry-run", "--db", owner, prefix])
+        #expect(dry.status == 0, "\(dry.err)")
+        #expect(dry.err == "peer-sync: would revoke \(kidID) (Lost phone); nothing was changed\n", "\(dry.err)")
+        #expect(dry.json?["name"]?.stringValue == "Lost phone")
+        #expect(try Household.fingerprint(owner) == before)
+        let real = try Tools.run("peer-sync", ["revoke", "--db", owner, prefix])
+        #expect(real.status == 0)
+        #expect(real.err == "peer-sync: revoked \(kidID) (Lost phone)\n", "\(real.err)")
+        #expect(real.json?["name"]?.stringValue == "Lost phone")
+    }
+
+    /// merge-records on a terminal: percent of the file, the count, the time
+    /// left and the rate when the size is known; --diff shows its progress too.
+    @Test func mergeRecordsProgressSaysPercentAndTimeLeft() throws {
+        let dir = TempDir()
+        var text = ""
+        for i in 0..<70_000 { text += "{\"id\":\"r\(i)\",\"type\":\"note\",\"modifiedAt\":\"2026-02-01T00:00:00.000Z\",\"deviceId\":\"D\",\"deleted\":false,\"data\":{\"i\":\(i)}}\n" }
+        let input = dir.write("in.ndjson", text)
+        let (st, drawn) = try ProgressTests.onTerminal([Tools.path("merge-records"), "--db", dir.file("s.db"), input], columns: 200, dir: dir, name: "apply")
+        #expect(st == 0, "\(drawn)")
+        #expect(drawn.contains("merge-records: "), "\(drawn)")
+        #expect(drawn.range(of: #"[0-9]+% of [0-9.]+ MB · [0-9,]+ records"#, options: .regularExpression) != nil, "\(drawn)")
+        #expect(drawn.contains(" left") || drawn.contains("almost done"), "\(drawn)")
+        #expect(drawn.contains("/s"), "\(drawn)")
+
+        let other = dir.write("other.ndjson", "")
+        let (ds, diffDrawn) = try ProgressTests.onTerminal([Tools.path("merge-records"), "--diff", input, other], columns: 200, dir: dir, name: "diff")
+        #expect(ds == 1)
+        #expect(diffDrawn.contains("reading A (\(input))"), "\(diffDrawn)")
+        let (ss, storeDrawn) = try ProgressTests.onTerminal([Tools.path("merge-records"), "--diff", dir.file("s.db"), other], columns: 200, dir: dir, name: "sdiff")
+        #expect(ss == 1)
+        #expect(storeDrawn.contains("of 70,000 records"), "\(storeDrawn)")
+    }
 }

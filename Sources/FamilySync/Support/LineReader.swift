@@ -22,6 +22,11 @@ public final class LineReader {
     public let maxLineBytes: Int
     /// The 1-based number of the line last returned.
     public private(set) var lineNumber = 0
+    /// The input's size when it is a regular file (for progress), else nil.
+    public private(set) var size: Int64?
+    private var bytesRead: Int64 = 0
+    /// Bytes of the input handed out so far (the lines returned and their newlines).
+    public var position: Int64 { bytesRead - Int64(end - start) }
 
     /// Opens `path` ("-" for standard input), or throws a `FileError`.
     public init(path: String, maxLineBytes: Int) throws {
@@ -30,6 +35,9 @@ public final class LineReader {
             fd = 0
             ownsFD = false
             name = "<stdin>"
+            // A file redirected in (< file) has a size too: what is left of it.
+            var st = stat()
+            if fstat(0, &st) == 0, st.st_mode & S_IFMT == S_IFREG { size = max(0, Int64(st.st_size) - max(0, Int64(lseek(0, 0, SEEK_CUR)))) }
         } else {
             let f = open(path, O_RDONLY | O_CLOEXEC)
             guard f >= 0 else {
@@ -41,6 +49,7 @@ public final class LineReader {
                 close(f)
                 throw FileError(.isDirectory, path: path)
             }
+            if st.st_mode & S_IFMT == S_IFREG { size = Int64(st.st_size) }
             fd = f
             ownsFD = true
             name = path
@@ -68,6 +77,7 @@ public final class LineReader {
             }
             if n == 0 { eof = true; return }
             end += n
+            bytesRead += Int64(n)
             return
         }
     }

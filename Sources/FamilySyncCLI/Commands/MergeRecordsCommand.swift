@@ -200,8 +200,9 @@ public enum MergeRecordsCommand {
             }
         }
         let wantedBefore = stamping ? Set(try store.wantedPhotoList(limit: Int.max, idsPerPhoto: 0).map(\.sha256)) : []
+        let progress = InputProgress(ctx, unit: "records")
         let summary = try store.applyLines(reader, stamping: stamping, now: ctx.now, explain: explain) { n in
-            ctx.progress("\(n) records")
+            progress.show(count: n, done: reader.position, size: reader.size)
         }
         ctx.endProgress()
         try ex?.finish()

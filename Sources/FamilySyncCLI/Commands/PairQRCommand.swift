@@ -30,7 +30,8 @@ public enum PairQRCommand {
             OptionSpec("margin", valueName: "N", help: "The quiet zone around the code, in modules, 0 to 64.", default: "4"),
             OptionSpec("level", valueName: "LEVEL", help: "Error correction: L 7%, M 15%, Q 25%, H 30% of the code may be damaged.", default: "M",
                        completion: .values(QRErrorCorrection.allCases.map(\.rawValue))),
-            .flag("list", help: "Print the open offers, one JSON line each, and make none."),
+            .flag("list", help: "Print the open offers and make none: on a terminal one line each (nonce, until, address), else (or with --json) one JSON line each."),
+            .flag("json", help: "With --list, JSON lines even on a terminal."),
             OptionSpec("close", valueName: "NONCE", help: "End the open offer NONCE, or every open offer with 'all'; prints {\"closed\":N}."),
             CommonOptions.now, CommonOptions.quiet,
         ],
@@ -53,6 +54,7 @@ extension PairQRCommand {
         case db
         case format
         case level
+        case json
         case list
         case margin
         case now

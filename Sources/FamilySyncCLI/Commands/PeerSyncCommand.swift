@@ -131,12 +131,16 @@ public enum PeerSyncCommand {
         name: "status",
         abstract: "Show the family, its devices and sync state",
         discussion: """
-        Prints one JSON object: this device, the family and this device's \
+        On a terminal, a readable view: the family, the devices with their \
+        names and when each last synced, the proof state, the photos wanted \
+        and which devices hold tombstones back. Piped, or with --json, one \
+        JSON object: this device, the family and this device's \
         role, the family key's epoch, every device with its name (null when \
         it has none), when it was last synced and its cursors, the proof state (jws-verify's verdict on the \
-        kept proofs), and the photos still wanted: their count, and (up to 1,000, in hash order) each wanted photo's SHA-256 with the ids of the records naming it (up to 20).
+        kept proofs), and the photos still wanted: their count, and (up to 1,000, in hash order) each wanted photo's SHA-256 with the ids of the records naming it (up to 20), and gc (tombstone-gc --dry-run's keptUnacknowledged and heldBackBy).
         """,
         options: [CommonOptions.db, root, CommonOptions.now,
+                  .flag("json", help: "Print the JSON object even on a terminal."),
                   .flag("device-ids", help: "Print only the IDs of the devices revoke can name (the other devices not revoked), one per line, each followed by a tab and the device's name when it has one, and nothing else. The shell completions use it; a missing store is an error, never created.")],
         examples: [Example("Which devices have synced lately?", "peer-sync status --db owner.db | jq '.devices[] | {device, lastSynced}'")]
     )
@@ -599,7 +603,8 @@ public enum PeerSyncCommand {
         let counts = try store.recordCounts()
         let records = counts.live + counts.tombstones
         let photos = try store.photoCount()
-        try ctx.out.writeLine(.object([
+        let gc = try store.collectGarbage(now: ctx.now, dryRun: true)
+        let status: JSONValue = .object([
             ("device", .string(me)),
             ("family", .optional(fam?.id)), ("role", .optional(fam?.role.rawValue)), ("owner", .optional(fam?.ownerDevice)),
             ("epoch", .int(try store.familyEpoch)), ("revoked", .bool(try store.isSelfRevoked)),
@@ -611,7 +616,9 @@ public enum PeerSyncCommand {
                                 ("wantedList", .array(try store.wantedPhotoList().map {
                                     .object([("sha256", .string($0.sha256)), ("records", .array($0.records.map { .string($0) }))])
                                 }))])),
-        ]))
+            ("gc", .object([("keptUnacknowledged", .int(gc.keptUnacknowledged)), ("heldBackBy", gc.json["heldBackBy"] ?? .array([]))])),
+        ])
+        if StatusView.wantsJSON(ctx, flag: Option.json) { try ctx.out.writeLine(status) } else { try ctx.out.write(StatusView.status(status)) }
         return .success
     }
 }
@@ -647,6 +654,7 @@ extension PeerSyncCommand {
         case dryRun = "dry-run"
         case name
         case events
+        case json
         case faultInjectProtocolVersion1 = "fault-inject-protocol-version-1"
         case faultInjectSkipPhotoReplies = "fault-inject-skip-photo-replies"
         case listen
