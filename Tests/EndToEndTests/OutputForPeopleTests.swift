@@ -162,4 +162,23 @@ import FamilySync
         #expect(ss == 1)
         #expect(storeDrawn.contains("of 70,000 records"), "\(storeDrawn)")
     }
+
+    /// The man page's crontab line works under cron's PATH (/usr/bin:/bin): it names the installed path.
+    @Test func theCrontabLineNamesTheInstalledPath() throws {
+        let man = try Tools.run("tombstone-gc", ["--generate-manpage"]).out
+        let line = try #require(man.split(separator: "\n").first { $0.hasPrefix("17 3 * * * ") }.map(String.init), "\(man)")
+        let command = String(line.dropFirst("17 3 * * * ".count))
+        #expect(command.hasPrefix("/usr/local/bin/tombstone-gc "), "\(line)")
+        // Run as cron would, with the installed path standing for where the tools were built.
+        let home = TempDir()
+        try FileManager.default.createDirectory(atPath: home.file(".local/state"), withIntermediateDirectories: true)
+        let db = home.file(".local/share/family-sync/store.db")
+        try FileManager.default.createDirectory(atPath: home.file(".local/share/family-sync"), withIntermediateDirectories: true)
+        #expect(try Tools.run("merge-records", ["--db", db], input: "").status == 0)
+        let asCron = command.replacingOccurrences(of: "/usr/local/bin/tombstone-gc", with: Tools.path("tombstone-gc")).replacingOccurrences(of: "\\", with: "")
+        let r = try Tools.run("/usr/bin/env", ["-i", "PATH=/usr/bin:/bin", "HOME=\(home.path)", "SHELL=/bin/sh", "/bin/sh", "-c", asCron])
+        #expect(r.status == 0, "\(asCron): \(r.err)")
+        let log = try String(contentsOfFile: home.file(".local/state/tombstone-gc.log"), encoding: .utf8)
+        #expect(log.hasPrefix("{\"purged\":0"), "\(log)")
+    }
 }

@@ -423,7 +423,7 @@ public enum PeerSyncCommand {
         let footprint = NewStoreFootprint(path: ctx.storePath)
         do {
             return try runClient(ctx, createStore: true) { client, wait in
-                ctx.keptAfterStop = { error in joinKept(ctx, error: error) }
+                ctx.keptAfterStop = { [unowned ctx] error in joinKept(ctx, error: error) }
                 // Joined: the root given now is the store's from here on, kept with the admission.
                 let summary = try client.join(offer: offer, at: target, browse: given == nil, wait: wait, name: name) { store in
                     if let roots { try store.setTrustRootsInTransaction(roots) }
