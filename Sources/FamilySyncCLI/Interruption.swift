@@ -73,7 +73,7 @@ public enum Interruption {
     public static func whatIsKept(_ kept: String) {
         let next = 1 - active.load(ordering: .relaxed)
         let bytes = Array(kept.utf8.prefix(lineCapacity - 1)) + [0x0A]
-        bytes.withUnsafeBufferPointer { buffers[next].update(from: $0.baseAddress!, count: $0.count) }
+        bytes.withUnsafeBufferPointer { if let b = $0.baseAddress { buffers[next].update(from: b, count: $0.count) } }
         if next == 0 { length0.store(bytes.count, ordering: .relaxed) } else { length1.store(bytes.count, ordering: .relaxed) }
         active.store(next, ordering: .releasing)
     }
@@ -90,7 +90,7 @@ public enum Interruption {
         func put(_ p: UnsafeRawPointer, _ n: Int) { _ = write(2, p, n) }
         func put(_ s: StaticString) { put(s.utf8Start, s.utf8CodeUnitCount) }
         if stderrIsTerminal { put("\r\u{1B}[K") }
-        tool.withUnsafeBufferPointer { put($0.baseAddress!, $0.count) }
+        tool.withUnsafeBufferPointer { if let b = $0.baseAddress { put(b, $0.count) } }
         put(": interrupted (")
         if sig == SIGINT { put("SIGINT") } else { put("SIGTERM") }
         put("); ")

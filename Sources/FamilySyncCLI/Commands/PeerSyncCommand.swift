@@ -137,7 +137,7 @@ public enum PeerSyncCommand {
         JSON object: this device, the family and this device's \
         role, the family key's epoch, every device with its name (null when \
         it has none), when it was last synced and its cursors, the proof state (jws-verify's verdict on the \
-        kept proofs), and the photos still wanted: their count, and (up to 1,000, in hash order) each wanted photo's SHA-256 with the ids of the records naming it (up to 20), and gc (tombstone-gc --dry-run's keptUnacknowledged and heldBackBy).
+        kept proofs), and the photos still wanted: their count, and (up to 1,000, in hash order) each wanted photo's SHA-256 with the ids of the records naming it (up to 20), and gc (what tombstone-gc would keep back now: keptUnacknowledged and heldBackBy).
         """,
         options: [CommonOptions.db, root, CommonOptions.now,
                   .flag("json", help: "Print the JSON object even on a terminal."),
