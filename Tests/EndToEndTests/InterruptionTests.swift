@@ -112,10 +112,9 @@ import FamilySync
     }
 
     /// A connect a signal ends mid-session: the records applied stay, no
-    /// cursor moves, and the serve on the other side, stopped mid-session
-    /// too, says which session it ended.
+    /// cursor moves, and the one line says so.
     @Test(arguments: seeds)
-    func interruptedConnectAndServeSayWhatTheyKept(seed: UInt64) throws {
+    func interruptedConnectKeepsWhatItAppliedAndMovesNoCursor(seed: UInt64) throws {
         var rng = SplitMix64(seed: seed)
         let (sig, status, name) = Self.signal(&rng)
         let dir = TempDir()
