@@ -48,6 +48,8 @@ public struct ParsedArguments: Sendable {
         switch TimeSpan.parse(v) {
         case let .success(t) where t.milliseconds > 0 || allowZero:
             return t
+        case .success:
+            throw ToolError.usage("--\(long): '\(v)' is no time at all; it must be more than 0 (like 30s, 10m)")
         case .failure(.tooLong):
             throw ToolError.usage("--\(long): '\(v)' is longer than any time can be apart (at most \(TimeSpan.longest.milliseconds / 604_800_000)w)")
         default:
@@ -89,6 +91,17 @@ public enum ArgumentParser {
             path.append(sub.name)
             args = args.dropFirst()
         }
+        do {
+            return try parseOptions(args, spec: spec, path: path)
+        } catch var e as ToolError {
+            // The usage shown with the error is the subcommand's (serve's, not peer-sync's).
+            e.commandPath = path
+            throw e
+        }
+    }
+
+    private static func parseOptions(_ argv: ArraySlice<String>, spec: CommandSpec, path: [String]) throws -> ParsedArguments {
+        var args = argv
         var result = ParsedArguments(commandPath: path, spec: spec)
         var onlyPositionals = false
         while let arg = args.popFirst() {

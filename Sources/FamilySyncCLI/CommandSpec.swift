@@ -130,8 +130,12 @@ public struct CommandSpec: Sendable {
 /// Options shared by several tools, declared once.
 public enum CommonOptions {
     public static let db = OptionSpec("db", valueName: "PATH",
-        help: "The store. Created on first use.",
+        help: "The store. It must exist: a missing one is status 66 (no store at PATH), never created.",
         default: "$FAMILY_SYNC_DB, else $XDG_DATA_HOME/family-sync/store.db", completion: .file)
+    /// --db for the commands that make a missing store (join, pair-qr's offer, merge-records' imports).
+    public static let newDB = OptionSpec("db", valueName: "PATH",
+        help: "The store. A missing one is created, and standard error says so (created a new store at PATH).",
+        default: db.defaultValue, completion: .file)
     public static let now = OptionSpec("now", valueName: "TIME",
         help: "Use TIME (RFC 3339) as the current time, for tests and replays.")
     public static let quiet = OptionSpec.flag("quiet", short: "q", help: "Show no progress on standard error.")

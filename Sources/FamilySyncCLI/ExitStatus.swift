@@ -12,6 +12,12 @@ public enum ExitStatus: Int32, Sendable, CaseIterable {
     case ioError = 74
     case tempFail = 75
     case noPermission = 77
+    /// 128 + SIGINT, as a shell reports a program a signal ended.
+    case interrupted = 130
+    /// 128 + SIGPIPE: whoever read standard output closed it (`| head`).
+    case closedPipe = 141
+    /// 128 + SIGTERM.
+    case terminated = 143
 
     /// The line each man page's EXIT STATUS section shows.
     public var meaning: String {
@@ -26,6 +32,9 @@ public enum ExitStatus: Int32, Sendable, CaseIterable {
         case .ioError: return "I/O error, including a failed write to standard output"
         case .tempFail: return "temporary failure: the peer is busy, retry later"
         case .noPermission: return "authentication refused: bad secret, used or expired offer, revoked device"
+        case .interrupted: return "interrupted by SIGINT (Ctrl-C); one line on standard error says what was kept"
+        case .closedPipe: return "standard output was closed by its reader (a pipe into head): the tool stopped quietly"
+        case .terminated: return "stopped by SIGTERM; one line on standard error says what was kept"
         }
     }
 }
@@ -36,6 +45,9 @@ public enum ExitStatus: Int32, Sendable, CaseIterable {
 public struct ToolError: Error, CustomStringConvertible, Sendable {
     public var status: ExitStatus
     public var message: String
+    /// The command a usage error is about, when it was known before the
+    /// arguments were all parsed (its usage line is the one shown).
+    public var commandPath: [String]?
     public init(_ status: ExitStatus, _ message: String) {
         self.status = status
         self.message = message

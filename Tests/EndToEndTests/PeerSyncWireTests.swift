@@ -137,7 +137,7 @@ import FamilySync
         p.standardOutput = output
         p.standardError = FileHandle.nullDevice
         try p.run()
-        nonisolated(unsafe) let client = p
+        let client = p
         DispatchQueue.global().asyncAfter(deadline: .now() + 30) { if client.isRunning { client.terminate() } }
         let out = output.fileHandleForReading.readDataToEndOfFile()  // until the server closes
         try? input.fileHandleForWriting.close()

@@ -87,6 +87,8 @@ import FamilySync
         defer { server.stop() }
         let input = dir.write("offer.txt", offer + "\n")
         let width = 50
+        // A store made beforehand, so the terminal shows the sync alone (no "created a new store" line).
+        _ = try Store(path: kid)
         let (status, drawn) = try Self.onTerminal([Tools.path("peer-sync"), "join", "--db", kid, "--connect", server.address, input],
                                                   columns: width, dir: dir, name: "join")
         #expect(status == 0, "\(drawn)")

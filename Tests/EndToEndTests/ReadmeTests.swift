@@ -38,8 +38,11 @@ import FamilySync
             return
         }
         let dir = TempDir()
-        try FileManager.default.createDirectory(atPath: dir.file("scripts"), withIntermediateDirectories: true)
-        try FileManager.default.copyItem(atPath: Self.root + "/scripts/demo-pki.sh", toPath: dir.file("scripts/demo-pki.sh"))
+        // The block starts in a checkout (it uses scripts/) and works in a mktemp folder, made here under work/.
+        let checkout = dir.file("checkout"), work = dir.file("work")
+        try FileManager.default.createDirectory(atPath: checkout + "/scripts", withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(atPath: work, withIntermediateDirectories: true)
+        try FileManager.default.copyItem(atPath: Self.root + "/scripts/demo-pki.sh", toPath: checkout + "/scripts/demo-pki.sh")
         let ns = "fs-readme-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
         let add = try Self.sh(["netns", "add", ns])
         guard add.status == 0 else {
@@ -54,13 +57,19 @@ import FamilySync
             #expect(r.status == 0, "ip -n \(ns) \(step.joined(separator: " ")): \(r.err)")
         }
         // The block as written; the wrapper only stops a serve left behind if the block fails half way.
-        let script = "cd '\(dir.path)'\nexport PATH='\(Tools.binDir)':$PATH\nunset FAMILY_SYNC_DB\ntrap 'kill $(jobs -p) 2>/dev/null || true' EXIT\n" + block
+        let script = "cd '\(checkout)'\nexport TMPDIR='\(work)'\nexport PATH='\(Tools.binDir)':$PATH\nunset FAMILY_SYNC_DB\ntrap 'kill $(jobs -p) 2>/dev/null || true' EXIT\n" + block
         let r = try Tools.run("/usr/bin/unshare", ["--uts", "/bin/sh", "-c", "hostname owner && exec /usr/sbin/ip netns exec \"$0\" /bin/bash -e -o pipefail -c \"$1\"",
                                                    ns, script], timeout: 180)
         #expect(r.status == 0, "the README's household stopped: \(r.err)")
+        // Nothing was left in the checkout, and serve's lines stayed out of the terminal.
+        #expect(try FileManager.default.contentsOfDirectory(atPath: checkout) == ["scripts"])
+        #expect(!r.out.contains("\"side\":\"server\""), "serve's summaries went to its file: \(r.out)")
+        let made = try FileManager.default.contentsOfDirectory(atPath: work)
+        #expect(made.count == 1, "\(made)")
+        let home = work + "/" + (made.first ?? "")
         // It did what it says: joined, synced both ways, premium at launch.
-        let kid = try Store(path: dir.file("kid.db"))
-        let owner = try Store(path: dir.file("owner.db"))
+        let kid = try Store(path: home + "/kid.db")
+        let owner = try Store(path: home + "/owner.db")
         #expect(try kid.family()?.id == owner.family()?.id)
         #expect(try owner.db.scalarInt("SELECT count(*) FROM records WHERE id = 'r-1'") == 1, "the member's edit reached the owner")
         #expect(r.out.contains(#"{"entitled":true"#), "\(r.out)")

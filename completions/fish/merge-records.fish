@@ -20,7 +20,7 @@ function __merge_records_argument_is
         test $n -eq $argv[2]
     end
 end
-complete -c merge-records -l db -r -F -d 'The store. Created on first use.'
+complete -c merge-records -l db -r -F -d 'The store. Applying records (or --stamp, --add-photo) creates a missing one, and standard error says so (created a new store at PATH); --export and --backup need it to exist (status 66).'
 complete -c merge-records -l stamp -d 'Store mode: the input holds edits made on this device. Each record gets deviceId = this device and modifiedAt = now (or 1 ms after the version held, when that is later); modifiedAt, deviceId and deleted may be absent, and a delete may be only {"id":ID,"deleted":true}. A record whose content equals the version held is unchanged (it keeps its modifiedAt and deviceId), so a stamp is safe to repeat. A record naming a photo the store does not hold is warned about on standard error.'
 complete -c merge-records -l export -d 'Store mode: write the store\'s records as NDJSON to standard output, sorted by id in byte order, tombstones included.'
 complete -c merge-records -l since -x -d 'With --export: only records changed after change number SEQ, oldest change first (the incremental form).'

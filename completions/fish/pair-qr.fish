@@ -1,5 +1,5 @@
 # fish completion for pair-qr
-complete -c pair-qr -l db -r -F -d 'The store. Created on first use.'
+complete -c pair-qr -l db -r -F -d 'The owner\'s store. Drawing an offer creates a missing one (standard error says created a new store at PATH); --list and --close need it to exist (status 66).'
 complete -c pair-qr -l ttl -x -d 'How long the offer stays open (at most 1d).'
 complete -c pair-qr -l addr -x -d 'The address members reach this device at, carried in the code (an IPv6 host without brackets).'
 complete -c pair-qr -s o -l output -r -F -d 'Write the code to FILE; its format comes from --format, else from FILE\'s extension (.png, .svg, .txt; another is a usage error), else PNG. A regular FILE is replaced atomically, a symbolic link\'s target is replaced, a FIFO or character device is written straight through.'
@@ -7,7 +7,8 @@ complete -c pair-qr -l format -x -a 'png svg terminal text' -d 'How to draw the 
 complete -c pair-qr -l size -x -d 'Pixels (PNG) or SVG units per module, 1 to 64.'
 complete -c pair-qr -l margin -x -d 'The quiet zone around the code, in modules, 0 to 64.'
 complete -c pair-qr -l level -x -a 'L M Q H' -d 'Error correction: L 7%, M 15%, Q 25%, H 30% of the code may be damaged.'
-complete -c pair-qr -l list -d 'Print the open offers, one JSON line each, and make none.'
+complete -c pair-qr -l list -d 'Print the open offers and make none: on a terminal one line each (nonce, until, address), else (or with --json) one JSON line each.'
+complete -c pair-qr -l json -d 'With --list, JSON lines even on a terminal.'
 complete -c pair-qr -l close -x -d 'End the open offer NONCE, or every open offer with \'all\'; prints {"closed":N}.'
 complete -c pair-qr -l now -x -d 'Use TIME (RFC 3339) as the current time, for tests and replays.'
 complete -c pair-qr -s q -l quiet -d 'Show no progress on standard error.'

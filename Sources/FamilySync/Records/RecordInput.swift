@@ -7,8 +7,17 @@ import Foundation
 public final class RecordInput {
     /// The name used in diagnostics ("<stdin>" for `-`).
     public let name: String
-    public let bytes: UnsafeRawBufferPointer
+    /// The records' bytes: the input after a UTF-8 byte-order mark at its
+    /// start, if any (no part of the first line's text).
+    public var bytes: UnsafeRawBufferPointer { RecordInput.withoutByteOrderMark(whole) }
+    /// The input as mapped or read, which the value owns.
+    private let whole: UnsafeRawBufferPointer
     private let mapped: Bool
+
+    static func withoutByteOrderMark(_ b: UnsafeRawBufferPointer) -> UnsafeRawBufferPointer {
+        guard b.count >= 3, b[0] == 0xEF, b[1] == 0xBB, b[2] == 0xBF else { return b }
+        return UnsafeRawBufferPointer(rebasing: b[3...])
+    }
 
     /// Fault the whole mapping in at once (Linux): far cheaper than a page fault per 4 KiB.
     #if os(Linux)
@@ -40,7 +49,7 @@ public final class RecordInput {
             let size = Int(st.st_size)
             if let p = mmap(nil, size, PROT_READ, MAP_PRIVATE | RecordInput.populate, fd, 0), p != MAP_FAILED {
                 _ = madvise(p, size, MADV_WILLNEED)
-                bytes = UnsafeRawBufferPointer(start: p, count: size)
+                whole = UnsafeRawBufferPointer(start: p, count: size)
                 mapped = true
                 return
             }
@@ -64,7 +73,7 @@ public final class RecordInput {
             if n == 0 { break }
             used += n
         }
-        bytes = UnsafeRawBufferPointer(start: buf, count: used)
+        whole = UnsafeRawBufferPointer(start: buf, count: used)
         mapped = false
     }
 
@@ -74,13 +83,13 @@ public final class RecordInput {
         // Out of memory is not recoverable here; like Swift's own allocations, it stops the tool.
         let p = malloc(max(data.count, 1))!
         data.withUnsafeBytes { if let b = $0.baseAddress { p.copyMemory(from: b, byteCount: $0.count) } }
-        bytes = UnsafeRawBufferPointer(start: p, count: data.count)
+        whole = UnsafeRawBufferPointer(start: p, count: data.count)
         mapped = false
     }
 
     deinit {
-        if mapped { munmap(UnsafeMutableRawPointer(mutating: bytes.baseAddress), bytes.count) }
-        else { free(UnsafeMutableRawPointer(mutating: bytes.baseAddress)) }
+        if mapped { munmap(UnsafeMutableRawPointer(mutating: whole.baseAddress), whole.count) }
+        else { free(UnsafeMutableRawPointer(mutating: whole.baseAddress)) }
     }
 }
 

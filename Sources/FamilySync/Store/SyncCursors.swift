@@ -7,11 +7,14 @@ extension Store {
         try db.run("INSERT OR IGNORE INTO devices (device_id, role, joined_at) VALUES (?, 'member', ?)", [.text(peer), .int(at.milliseconds)])
         try db.run("UPDATE devices SET recv_seq = ?, sent_seq = ?, last_synced_at = ? WHERE device_id = ?",
                    [.int(recvSeq), .int(sentSeq), .int(at.milliseconds), .text(peer)])
-        if let address {
-            // An address belongs to one device: a device that moved frees it.
-            try db.run("UPDATE devices SET last_addr = NULL WHERE last_addr = ? AND device_id <> ?", [.text(address), .text(peer)])
-            try db.run("UPDATE devices SET last_addr = ? WHERE device_id = ?", [.text(address), .text(peer)])
-        }
+        if let address { try rememberAddressInTransaction(address, of: peer) }
+    }
+
+    /// Where `peer` was reached, for the next Sync Now. An address belongs to
+    /// one device: a device that moved frees it. Call inside a transaction.
+    public func rememberAddressInTransaction(_ address: String, of peer: String) throws {
+        try db.run("UPDATE devices SET last_addr = NULL WHERE last_addr = ? AND device_id <> ?", [.text(address), .text(peer)])
+        try db.run("UPDATE devices SET last_addr = ? WHERE device_id = ?", [.text(address), .text(peer)])
     }
 
     /// Every peer's cursors back to 0, so the next session with each sends and

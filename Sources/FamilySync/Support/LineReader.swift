@@ -22,6 +22,11 @@ public final class LineReader {
     public let maxLineBytes: Int
     /// The 1-based number of the line last returned.
     public private(set) var lineNumber = 0
+    /// The input's size when it is a regular file (for progress), else nil.
+    public private(set) var size: Int64?
+    private var bytesRead: Int64 = 0
+    /// Bytes of the input handed out so far (the lines returned and their newlines).
+    public var position: Int64 { bytesRead - Int64(end - start) }
 
     /// Opens `path` ("-" for standard input), or throws a `FileError`.
     public init(path: String, maxLineBytes: Int) throws {
@@ -30,6 +35,9 @@ public final class LineReader {
             fd = 0
             ownsFD = false
             name = "<stdin>"
+            // A file redirected in (< file) has a size too: what is left of it.
+            var st = stat()
+            if fstat(0, &st) == 0, st.st_mode & S_IFMT == S_IFREG { size = max(0, Int64(st.st_size) - max(0, Int64(lseek(0, 0, SEEK_CUR)))) }
         } else {
             let f = open(path, O_RDONLY | O_CLOEXEC)
             guard f >= 0 else {
@@ -41,6 +49,7 @@ public final class LineReader {
                 close(f)
                 throw FileError(.isDirectory, path: path)
             }
+            if st.st_mode & S_IFMT == S_IFREG { size = Int64(st.st_size) }
             fd = f
             ownsFD = true
             name = path
@@ -68,6 +77,7 @@ public final class LineReader {
             }
             if n == 0 { eof = true; return }
             end += n
+            bytesRead += Int64(n)
             return
         }
     }
@@ -81,7 +91,7 @@ public final class LineReader {
                 lineNumber += 1
                 var stop = nl
                 if stop > start, buf[stop - 1] == 0x0D { stop -= 1 }
-                let line = UnsafeRawBufferPointer(rebasing: buf[start..<stop])
+                let line = UnsafeRawBufferPointer(rebasing: buf[firstByte(start, stop)..<stop])
                 start = nl + 1
                 if line.count > maxLineBytes { return .tooLong(line.count) }
                 return .text(line)
@@ -91,7 +101,7 @@ public final class LineReader {
                 lineNumber += 1
                 var stop = end
                 if buf[stop - 1] == 0x0D { stop -= 1 }
-                let line = UnsafeRawBufferPointer(rebasing: buf[start..<stop])
+                let line = UnsafeRawBufferPointer(rebasing: buf[firstByte(start, stop)..<stop])
                 start = end
                 if line.count > maxLineBytes { return .tooLong(line.count) }
                 return .text(line)
@@ -118,6 +128,14 @@ public final class LineReader {
             try fill()
             scanFrom = start + scanned
         }
+    }
+
+    /// Where line `lineNumber` (just counted) starts: past a UTF-8 byte-order
+    /// mark at the very start of the input, which editors on some systems
+    /// write and which is no part of the first line's text.
+    private func firstByte(_ from: Int, _ stop: Int) -> Int {
+        guard lineNumber == 1, stop - from >= 3, buf[from] == 0xEF, buf[from + 1] == 0xBB, buf[from + 2] == 0xBF else { return from }
+        return from + 3
     }
 
     private func memchrIndex(from i: Int) -> Int? {

@@ -243,7 +243,8 @@ public final class SyncClient {
         do {
             let left = TimeSpan(milliseconds: max(0, Int64(giveUp.remainingMilliseconds)))
             return try sync(with: winner.candidate.address, wait: left, expected: winner.candidate.device)
-        } catch let e as SyncError where e.isUnreachable || e.isBusy {
+        } catch let e as SyncError where (e.isUnreachable || e.isBusy) && !SyncStop.isRequested {
+            // A stop request ends the pass; any other failure moves on to the next peer.
             if !e.isBusy { allBusy = false }
             failures.append(e)
         }
@@ -254,7 +255,7 @@ public final class SyncClient {
             do {
                 let left = TimeSpan(milliseconds: max(0, Int64(giveUp.remainingMilliseconds)))
                 return try sync(with: addr, wait: left, expected: p.deviceID)
-            } catch let e as SyncError where e.isUnreachable || e.isBusy {
+            } catch let e as SyncError where (e.isUnreachable || e.isBusy) && !SyncStop.isRequested {
                 if !e.isBusy { allBusy = false }
                 failures.append(e)
             }
@@ -273,7 +274,11 @@ public final class SyncClient {
     /// `name`: what this device calls itself (DeviceName), sent in JOIN for the owner to keep.
     /// `acceptNewOwnerKey`: join again even when the owner's device does not
     /// prove the roster key this store holds (the owner made a new one).
-    public func join(offer: PairingOffer, at given: HostPort?, browse: Bool, wait: TimeSpan, name: String? = nil, acceptNewOwnerKey: Bool = false) throws -> SyncSummary {
+    /// `onAdmitted` runs inside the transaction that stores the admission, so
+    /// what the caller keeps with it (a trust root) is there even when the
+    /// first sync is interrupted.
+    public func join(offer: PairingOffer, at given: HostPort?, browse: Bool, wait: TimeSpan, name: String? = nil,
+                     acceptNewOwnerKey: Bool = false, onAdmitted: ((Store) throws -> Void)? = nil) throws -> SyncSummary {
         let me = try store.deviceID
         // A member's store may join its family again with a new offer: a
         // revoked one, or one the owner does not know (its store was restored
@@ -391,6 +396,10 @@ public final class SyncClient {
                 if held == nil { try store.setFamilyKey(welcome.familyKey, epoch: welcome.epoch) }
                 try store.setOwnDeviceKey(welcome.deviceKey)
                 if let name { try store.setDeviceName(me, name) }
+                // Where the owner's device answered, kept with the admission: a
+                // first sync that does not finish leaves a store 'connect' can finish.
+                try store.rememberAddressInTransaction(address.description, of: welcome.owner)
+                try onAdmitted?(store)
             }
             emit("joined", [("family", .string(welcome.family)), ("owner", .string(welcome.owner)), ("device", .string(me))])
             guard let fam = try store.family() else { throw StoreError(.inconsistent, path: store.path, detail: "the family just stored could not be read back") }

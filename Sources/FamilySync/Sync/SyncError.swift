@@ -151,11 +151,12 @@ public struct SyncError: Error, CustomStringConvertible, Sendable {
         case .cannotResolve: return "cannot resolve \(peer): \(detail)"
         case .localNameUnanswered: return "nobody answered for \(peer) \(detail)"
         case .nobodyAnswered:
-            var tried = notes
+            // Each part is a sentence of its own ("tried the last known address …", "browsed for …").
+            var parts = notes
             if !causes.isEmpty {
-                tried.insert("the last known address\(causes.count > 1 ? "es" : "") (\(causes.map(tell).joined(separator: "; ")))", at: 0)
+                parts.insert("tried the last known address\(causes.count > 1 ? "es" : "") (\(causes.map(tell).joined(separator: "; ")))", at: 0)
             }
-            return "no \(peer) answered after \(detail) s: tried \(tried.joined(separator: "; and "))"
+            return "no \(peer) answered after \(detail) s: \(parts.joined(separator: "; and "))"
         case .notLocalAddress: return "\(peer) is not an address of this machine"
         case .cannotListen: return "cannot listen on \(peer): \(detail)"
         case .acceptFailed: return "stopped accepting connections: \(detail)"

@@ -14,14 +14,14 @@ public enum JWSVerifyCommand {
 
         Store mode (--db, --save, or $FAMILY_SYNC_DB naming a store when no --bundle-id asks for a batch) keeps the family's proof. jws-verify --db STORE --save reads transactions like a batch and, only when every line is valid, keeps them in the store (the owner's purchase). jws-verify --db STORE re-verifies the kept proofs at the current time, as a member does on every launch, and prints {"entitled", "until", "reason", "source"}: until is the proof's expiresDate (null: no end), reason is null when entitled, no-proof when the store holds none, else the newest proof's reason code (with a detail); source is local or peer:DEVICE. A store or kept proof that cannot be read is an error, never a silent free.
 
-        The store's settings bundle_id, products and allow_sandbox are set once, by giving --bundle-id (with any --product and --allow-sandbox) together with --db; the three are replaced together, and later runs without --bundle-id use them.
+        The store's settings bundle_id, products and allow_sandbox are set by giving --bundle-id (with any --product and --allow-sandbox) together with --save; the three are replaced together, standard error names each one that changed (bundle_id: A → B), and later runs without --bundle-id use them. --bundle-id without --save judges the kept proofs by the settings given for that one check and changes nothing in the store.
         """,
         options: [
             OptionSpec("root", kind: .repeating, valueName: "CERT",
                        help: "Pin CERT (a DER or PEM file, one or more certificates) as the trust anchor instead of the bundled Apple Root CA - G3. Repeatable. Given with --save, it is kept in the store (the setting trust_roots) and used by every later command on that store that gives no --root.",
                        default: "the root the store keeps, else Apple Root CA - G3", completion: .file),
             OptionSpec("bundle-id", valueName: "ID",
-                       help: "The app's bundle ID that proofs must carry. Needed for a batch; with --db it sets the store's settings."),
+                       help: "The app's bundle ID that proofs must carry. Needed for a batch; with --save it sets the store's settings, with --db alone it is used for that check only."),
             OptionSpec("product", kind: .repeating, valueName: "ID",
                        help: "A product ID that unlocks the plan. Repeatable.", default: "any product"),
             .flag("allow-sandbox", help: "Also accept Sandbox proofs (TestFlight, development builds). Xcode and LocalTesting proofs are never accepted."),
@@ -152,6 +152,7 @@ public enum JWSVerifyCommand {
     }
 
     private static func save(_ ctx: ToolContext, verifier: ProofVerifier, given: ProofPolicy?) throws -> ExitStatus {
+        Interruption.whatIsKept("nothing saved; the store is as it was")
         let policy = try storePolicy(ctx, given: given)
         var proofs: [VerifiedProof] = []
         var firstInvalid: (String, Int, ProofFailure)?
@@ -177,24 +178,39 @@ public enum JWSVerifyCommand {
         }
         try ctx.out.flush()
         let store = try ctx.store()
+        let before = try store.proofPolicy()
         try store.write {
             if let given { try store.setProofPolicy(given) }
             if let roots = try ProofRoots.given(ctx) { try store.setTrustRootsInTransaction(roots) }
             for p in newest(proofs).reversed() { try store.keepProofInTransaction(p, source: Store.localProofSource, now: ctx.now) }
         }
+        if let given { for change in settingChanges(from: before, to: given) { ctx.warn(change) } }
         return .success
+    }
+
+    /// One line per store setting that `to` changes, as `bundle_id: A → B`.
+    static func settingChanges(from old: ProofPolicy?, to new: ProofPolicy) -> [String] {
+        func products(_ p: ProofPolicy?) -> String { p.map { $0.products.isEmpty ? "any product" : $0.products.joined(separator: ", ") } ?? "unset" }
+        var lines: [String] = []
+        if old?.bundleID != new.bundleID { lines.append("bundle_id: \(old?.bundleID ?? "unset") → \(new.bundleID)") }
+        if old.map({ Set($0.products) }) != Set(new.products) { lines.append("products: \(products(old)) → \(products(new))") }
+        if old?.allowSandbox != new.allowSandbox { lines.append("allow_sandbox: \(old.map { "\($0.allowSandbox)" } ?? "unset") → \(new.allowSandbox)") }
+        return lines
     }
 
     private static func newest(_ proofs: [VerifiedProof]) -> [VerifiedProof] {
         Array(proofs.sorted { ($0.signedDate ?? .earliest) > ($1.signedDate ?? .earliest) }.prefix(Store.maxKeptProofs))
     }
 
-    /// Only reads (a policy given is kept on a store that exists): a mistyped
-    /// --db is "no store" (66), never a new store that answers "free".
+    /// Only reads: a mistyped --db is "no store" (66), never a new store
+    /// that answers "free", and a policy given is used for this check only
+    /// (the store's settings change with --save alone).
     private static func check(_ ctx: ToolContext, verifier: ProofVerifier, given: ProofPolicy?) throws -> ExitStatus {
         let store = try ctx.store(create: false)
-        if let given { try store.write { try store.setProofPolicy(given) } }
-        let e = try store.entitlement(verifier: verifier, now: ctx.now)
+        if let given, !settingChanges(from: try store.proofPolicy(), to: given).isEmpty {
+            ctx.warn("checked against the settings given; the store's are unchanged (give --save with tokens to change them)")
+        }
+        let e = try store.entitlement(verifier: verifier, now: ctx.now, policy: given)
         try ctx.out.writeLine(e.json)
         return e.entitled ? .success : .negative
     }

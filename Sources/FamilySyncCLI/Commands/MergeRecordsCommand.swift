@@ -69,7 +69,10 @@ public enum MergeRecordsCommand {
 
         The --explain lines are JSON: in pure mode {"id","rule","winner":"local"|"remote","versions","clamped"}, in store mode {"line","id","rule","winner":"incoming"|"held","clamped"}; rule is one of new (no other version), later-wins, live-beats-tombstone, greater-device, same-version.
         """,
-        options: [CommonOptions.db, stamp, export, since, cursor, onlyID, onlyType, live, deleted, addPhoto, backup, diff, explain, explainFile, CommonOptions.now, CommonOptions.quiet],
+        options: [OptionSpec("db", valueName: "PATH",
+                              help: "The store. Applying records (or --stamp, --add-photo) creates a missing one, and standard error says so (created a new store at PATH); --export and --backup need it to exist (status 66).",
+                              default: CommonOptions.db.defaultValue, completion: .file),
+                   stamp, export, since, cursor, onlyID, onlyType, live, deleted, addPhoto, backup, diff, explain, explainFile, CommonOptions.now, CommonOptions.quiet],
         arguments: [
             ArgumentSpec("LOCAL", help: "Pure mode: the records held here. Store mode: the records to apply (FILE).", default: "- in store mode"),
             ArgumentSpec("REMOTE", help: "Pure mode: the incoming records, the only ones clamped."),
@@ -161,6 +164,7 @@ public enum MergeRecordsCommand {
 
     static func runPure(_ ctx: ToolContext, local: String, remote: String) throws -> ExitStatus {
         if local == "-" && remote == "-" { throw ToolError.usage("LOCAL and REMOTE cannot both be standard input") }
+        Interruption.whatIsKept("the merged output written is incomplete")
         let l = try RecordInput(path: local)
         let r = try RecordInput(path: remote)
         let ex = try explainStream(ctx)
@@ -181,6 +185,8 @@ public enum MergeRecordsCommand {
 
     static func runApply(_ ctx: ToolContext, input: String, stamping: Bool) throws -> ExitStatus {
         let reader = try LineReader(path: input, maxLineBytes: Record.maxLineBytes)
+        // One transaction: a stop part way leaves the store as it was.
+        Interruption.whatIsKept("nothing of \(reader.name) was applied; the store is as it was")
         let store = try ctx.store()
         let ex = try explainStream(ctx)
         var line: [UInt8] = []
@@ -194,8 +200,9 @@ public enum MergeRecordsCommand {
             }
         }
         let wantedBefore = stamping ? Set(try store.wantedPhotoList(limit: Int.max, idsPerPhoto: 0).map(\.sha256)) : []
+        let progress = InputProgress(ctx, unit: "records")
         let summary = try store.applyLines(reader, stamping: stamping, now: ctx.now, explain: explain) { n in
-            ctx.progress("\(n) records")
+            progress.show(count: n, done: reader.position, size: reader.size)
         }
         ctx.endProgress()
         try ex?.finish()
@@ -214,6 +221,7 @@ public enum MergeRecordsCommand {
     }
 
     static func runExport(_ ctx: ToolContext) throws -> ExitStatus {
+        Interruption.whatIsKept("the export written is incomplete; the store is unchanged" + (ctx.args.isSet(Option.cursor) ? " and so is the cursor file" : ""))
         let store = try ctx.store(create: false)
         var after: Int64? = nil
         if let s = ctx.args.value(Option.since) {
@@ -267,6 +275,7 @@ public enum MergeRecordsCommand {
     }
 
     static func runAddPhotos(_ ctx: ToolContext, _ files: [String]) throws -> ExitStatus {
+        Interruption.whatIsKept("no photo of this run was added; the store is as it was")
         let store = try ctx.store()
         let added = try store.write { try files.map { f in (f, try store.addPhotoFile(f, now: ctx.now)) } }
         for (f, (hash, size)) in added {

@@ -17,7 +17,9 @@ public enum PairQRCommand {
             --list prints the open offers, one JSON line each; --close NONCE, or --close all, ends offers early, as when the pairing sheet is closed. A member's store makes no offers: pair-qr says so and exits 77, changing nothing.
             """,
         options: [
-            CommonOptions.db,
+            OptionSpec("db", valueName: "PATH",
+                       help: "The owner's store. Drawing an offer creates a missing one (standard error says created a new store at PATH); --list and --close need it to exist (status 66).",
+                       default: CommonOptions.db.defaultValue, completion: .file),
             OptionSpec("ttl", valueName: "DURATION", help: "How long the offer stays open (at most 1d).", default: "10m"),
             OptionSpec("addr", valueName: "HOST:PORT", help: "The address members reach this device at, carried in the code (an IPv6 host without brackets).",
                        default: "where this store's peer-sync serve listens, else this host's primary address on port 7433"),
@@ -28,7 +30,8 @@ public enum PairQRCommand {
             OptionSpec("margin", valueName: "N", help: "The quiet zone around the code, in modules, 0 to 64.", default: "4"),
             OptionSpec("level", valueName: "LEVEL", help: "Error correction: L 7%, M 15%, Q 25%, H 30% of the code may be damaged.", default: "M",
                        completion: .values(QRErrorCorrection.allCases.map(\.rawValue))),
-            .flag("list", help: "Print the open offers, one JSON line each, and make none."),
+            .flag("list", help: "Print the open offers and make none: on a terminal one line each (nonce, until, address), else (or with --json) one JSON line each."),
+            .flag("json", help: "With --list, JSON lines even on a terminal."),
             OptionSpec("close", valueName: "NONCE", help: "End the open offer NONCE, or every open offer with 'all'; prints {\"closed\":N}."),
             CommonOptions.now, CommonOptions.quiet,
         ],
@@ -51,6 +54,7 @@ extension PairQRCommand {
         case db
         case format
         case level
+        case json
         case list
         case margin
         case now

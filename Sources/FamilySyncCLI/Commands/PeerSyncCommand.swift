@@ -73,7 +73,7 @@ public enum PeerSyncCommand {
         naming a family) is refused with status 77 and the store is left as \
         it was, unless --accept-new-owner-key says otherwise.
         """,
-        options: [CommonOptions.db,
+        options: [CommonOptions.newDB,
                   OptionSpec("connect", valueName: "HOST:PORT", help: "Where the owner's device listens, when the offer carries no address or another one is right."),
                   .flag("accept-new-owner-key", help: "Join again even when the owner's device does not prove the roster key this store holds (only when the family's owner really made a new one: otherwise the offer is forged)."),
                   OptionSpec("name", valueName: "NAME", help: "What to call this device (\"Anna's phone\"), at most \(DeviceName.maxBytes) bytes, no control characters. The owner keeps it and shows it to the family; only the owner can rename it later (peer-sync rename)."),
@@ -111,9 +111,10 @@ public enum PeerSyncCommand {
         revoked device next reaches the owner's device it is told so on an \
         authenticated session and drops to free.
         """,
-        options: [CommonOptions.db, CommonOptions.now],
+        options: [CommonOptions.db, CommonOptions.now,
+                  .flag("dry-run", short: "n", help: "Say which device DEVICE names (its ID and name) and change nothing.")],
         arguments: [ArgumentSpec("DEVICE", help: "The device ID, or a unique prefix of it (4 characters or more).", optional: false, completion: revocable)],
-        examples: [Example("Revoke a lost phone:", "peer-sync revoke --db owner.db 7F3A")]
+        examples: [Example("Which device does 7F3A name? Then revoke the lost phone:", "peer-sync revoke --dry-run --db owner.db 7F3A\npeer-sync revoke --db owner.db 7F3A")]
     )
 
     static let rename = CommandSpec(
@@ -141,12 +142,16 @@ public enum PeerSyncCommand {
         name: "status",
         abstract: "Show the family, its devices and sync state",
         discussion: """
-        Prints one JSON object: this device, the family and this device's \
+        On a terminal, a readable view: the family, the devices with their \
+        names and when each last synced, the proof state, the photos wanted \
+        and which devices hold tombstones back. Piped, or with --json, one \
+        JSON object: this device, the family and this device's \
         role, the family key's epoch, every device with its name (null when \
         it has none), when it was last synced and its cursors, the proof state (jws-verify's verdict on the \
-        kept proofs), and the photos still wanted: their count, and (up to 1,000, in hash order) each wanted photo's SHA-256 with the ids of the records naming it (up to 20).
+        kept proofs), and the photos still wanted: their count, and (up to 1,000, in hash order) each wanted photo's SHA-256 with the ids of the records naming it (up to 20), and gc (what tombstone-gc would keep back now: keptUnacknowledged and heldBackBy).
         """,
         options: [CommonOptions.db, root, CommonOptions.now,
+                  .flag("json", help: "Print the JSON object even on a terminal."),
                   .flag("device-ids", help: "Print only the IDs of the devices revoke can name (the other devices not revoked), one per line, each followed by a tab and the device's name when it has one, and nothing else. The shell completions use it; a missing store is an error, never created.")],
         examples: [Example("Which devices have synced lately?", "peer-sync status --db owner.db | jq '.devices[] | {device, lastSynced}'")]
     )
@@ -238,6 +243,13 @@ public enum PeerSyncCommand {
     )
 
     public static func run(_ ctx: ToolContext) throws -> ExitStatus {
+        switch ctx.args.commandPath.last {
+        case "serve", "join", "connect":
+            // A signal ends a session at its next safe point (no cursor moves), then the tool says what it kept.
+            Interruption.stopCooperatively()
+        default:
+            break
+        }
         switch ctx.args.commandPath.last {
         case "serve": return try runServe(ctx)
         case "join": return try runJoin(ctx)
@@ -334,17 +346,16 @@ public enum PeerSyncCommand {
         return "\(s) seconds"
     }
 
-    /// Turns SIGINT and SIGTERM into a stop request: the server stops
-    /// accepting and a running session ends without moving any cursor.
-    /// A parent may have left them blocked; they are unblocked here.
-    static func installStopHandlers() {
-        signal(SIGINT) { _ in SyncStop.request() }
-        signal(SIGTERM) { _ in SyncStop.request() }
-        var set = sigset_t()
-        sigemptyset(&set)
-        sigaddset(&set, SIGINT)
-        sigaddset(&set, SIGTERM)
-        pthread_sigmask(SIG_UNBLOCK, &set, nil)
+    /// The session a signal ended, inside `error` (a summary of tries, a failed first sync).
+    static func interruptedSession(_ error: (any Error)?) -> SyncError? {
+        guard let e = error as? SyncError else { return nil }
+        if e.kind == .interrupted { return e }
+        return e.causes.lazy.compactMap(interruptedSession).first
+    }
+
+    /// What a session a signal ended leaves: the batches it applied, no cursor moved.
+    static func keptOfSession(_ e: SyncError) -> String {
+        "the session with \(e.peer) ended; the records it applied are kept and no cursor moved, so the next session with that device syncs again"
     }
 
     // MARK: serve
@@ -358,7 +369,10 @@ public enum PeerSyncCommand {
         let (progress, _) = try observer(ctx)
         let log = ServiceLog(ctx)
         let obs: SyncObserver = { e in progress(e); log.event(e) }
-        installStopHandlers()
+        ctx.keptAfterStop = { error in
+            "stopped serving" + (interruptedSession(error).map { "; \(keptOfSession($0))" } ?? "")
+        }
+        var stoppedSession: SyncError?
         let server = try SyncServer(store: store, options: opts, now: ctx.now, observer: obs, verifier: try verifier(ctx))
         var responder: MDNSResponder?
         defer { responder?.stop() }
@@ -376,10 +390,13 @@ public enum PeerSyncCommand {
                 try ctx.out.flush()
                 ctx.log(SyncProgressView.sessionLine(summary.json))
             case let .failure(e):
+                // A session a signal ended is told on the one closing line.
+                if Interruption.signal != nil, let s = interruptedSession(e) { stoppedSession = s; break }
                 ctx.warn(ctx.failure(e).message)
             }
         }
         ctx.endProgress()
+        if let stoppedSession { throw stoppedSession }
         if case let .failure(e)? = last { return ctx.failure(e).status }
         return .success
     }
@@ -433,19 +450,32 @@ public enum PeerSyncCommand {
         let footprint = NewStoreFootprint(path: ctx.storePath)
         do {
             return try runClient(ctx, createStore: true) { client, wait in
+                ctx.keptAfterStop = { [unowned ctx] error in joinKept(ctx, error: error) }
+                // Joined: the root given now is the store's from here on, kept with the admission.
                 let summary = try client.join(offer: offer, at: target, browse: given == nil, wait: wait, name: name,
-                                              acceptNewOwnerKey: ctx.args.flag(Option.acceptNewOwnerKey))
-                // Joined: the root given now is the store's from here on.
-                if let roots {
-                    let store = try ctx.store()
-                    try store.write { try store.setTrustRootsInTransaction(roots) }
+                                              acceptNewOwnerKey: ctx.args.flag(Option.acceptNewOwnerKey)) { store in
+                    if let roots { try store.setTrustRootsInTransaction(roots) }
                 }
+                ctx.announceCreatedStore()
                 return summary
             }
         } catch {
-            if !footprint.existedBefore, ctx.closeStoreIfNotJoined() { footprint.remove() }
+            if !footprint.existedBefore, ctx.closeStoreIfNotJoined() { footprint.remove() } else { ctx.announceCreatedStore() }
             throw error
         }
+    }
+
+    /// What an interrupted join kept: nothing before the admission; after
+    /// it, the admission (family, keys, the owner's address, --root) and how
+    /// to finish the first sync.
+    static func joinKept(_ ctx: ToolContext, error: (any Error)?) -> String {
+        if error == nil { return "joined, and the first sync had completed (its summary is above)" }
+        guard let store = try? ctx.store(create: false), let fam = try? store.family(),
+              let owner = try? store.device(fam.ownerDevice) else { return "nothing was stored" }
+        let finish = "peer-sync connect --db \(store.path)" + (owner.lastAddress.map { " \($0)" } ?? "")
+        return "this device joined family \(fam.id), and the admission is kept in \(store.path)"
+            + (interruptedSession(error) != nil ? " with the records the first sync applied" : "")
+            + "; finish the first sync with '\(finish)'"
     }
 
     /// One client session (join or connect): the store, options and progress
@@ -454,9 +484,9 @@ public enum PeerSyncCommand {
                                   _ session: (SyncClient, TimeSpan) throws -> SyncSummary) throws -> ExitStatus {
         let opts = try options(ctx)
         let wait = try waitSpan(ctx)
-        let store = try ctx.store(create: createStore)
+        // A join's new store is announced once it holds the family (a refused join leaves none).
+        let store = try ctx.store(create: createStore, announceLater: true)
         let (obs, _) = try observer(ctx)
-        installStopHandlers()
         let client = try SyncClient(store: store, options: opts, now: ctx.now, observer: obs, verifier: try verifier(ctx))
         defer { ctx.endProgress() }
         let summary = try session(client, wait)
@@ -469,6 +499,10 @@ public enum PeerSyncCommand {
 
     static func runConnect(_ ctx: ToolContext) throws -> ExitStatus {
         let target = try ctx.args.argument("HOST:PORT").map { try address($0, option: "HOST:PORT") }
+        ctx.keptAfterStop = { error in
+            if error == nil { return "the session had completed (its summary is above)" }
+            return interruptedSession(error).map(keptOfSession) ?? "no session had started; nothing was changed"
+        }
         return try runClient(ctx) { client, wait in
             try target.map { try client.sync(with: $0, wait: wait) } ?? client.syncNow(wait: wait)
         }
@@ -479,7 +513,7 @@ public enum PeerSyncCommand {
     static func runDiscover(_ ctx: ToolContext) throws -> ExitStatus {
         let timeout = try ctx.args.timeSpan(Option.timeout, default: PeerFinder.browseTime)
         guard timeout.milliseconds > 0, timeout <= TimeSpan.minutes(1) else { throw ToolError.usage("--timeout: give a duration from 1ms to 1m") }
-        let store = try ctx.store()
+        let store = try ctx.store(create: false)
         guard let fam = try store.family(), let key = try store.familySecret() else {
             throw StoreError(.noFamily, path: store.path)
         }
@@ -522,6 +556,12 @@ public enum PeerSyncCommand {
         let dev = try device(ctx, store)
         guard dev.deviceID != me else { throw ToolError.usage("DEVICE: the owner's own device cannot be revoked") }
         let already = dev.revokedAt != nil
+        let named = dev.deviceID + (dev.name.map { " (\($0))" } ?? "")
+        if ctx.args.flag(Option.dryRun) {
+            try ctx.out.writeLine(.object([("device", .string(dev.deviceID)), ("name", .optional(dev.name)), ("alreadyRevoked", .bool(already)), ("dryRun", .bool(true))]))
+            ctx.warn("would revoke \(named); nothing was changed")
+            return .success
+        }
         let epoch = try store.write { () -> Int64 in
             if already { return try store.familyEpoch }
             return try store.revokeDeviceInTransaction(dev.deviceID, now: ctx.now)
@@ -531,8 +571,9 @@ public enum PeerSyncCommand {
             ctx.warn("the old family key stays in the store's write-ahead log until the next checkpoint: another process is reading the store")
         }
         let after = try store.device(dev.deviceID)
+        if !already { ctx.warn("revoked \(named)") }
         try ctx.out.writeLine(.object([
-            ("revoked", .string(dev.deviceID)), ("revokedAt", after?.revokedAt.map { .string($0.rfc3339) } ?? .null),
+            ("revoked", .string(dev.deviceID)), ("name", .optional(dev.name)), ("revokedAt", after?.revokedAt.map { .string($0.rfc3339) } ?? .null),
             ("alreadyRevoked", .bool(already)), ("epoch", .int(epoch)),
             ("devices", .int(try store.activeDeviceCount())), ("maxDevices", .int(try store.maxDevices)),
         ]))
@@ -590,7 +631,8 @@ public enum PeerSyncCommand {
         let counts = try store.recordCounts()
         let records = counts.live + counts.tombstones
         let photos = try store.photoCount()
-        try ctx.out.writeLine(.object([
+        let gc = try store.collectGarbage(now: ctx.now, dryRun: true)
+        let status: JSONValue = .object([
             ("device", .string(me)),
             ("family", .optional(fam?.id)), ("role", .optional(fam?.role.rawValue)), ("owner", .optional(fam?.ownerDevice)),
             ("epoch", .int(try store.familyEpoch)), ("revoked", .bool(try store.isSelfRevoked)),
@@ -602,7 +644,9 @@ public enum PeerSyncCommand {
                                 ("wantedList", .array(try store.wantedPhotoList().map {
                                     .object([("sha256", .string($0.sha256)), ("records", .array($0.records.map { .string($0) }))])
                                 }))])),
-        ]))
+            ("gc", .object([("keptUnacknowledged", .int(gc.keptUnacknowledged)), ("heldBackBy", gc.json["heldBackBy"] ?? .array([]))])),
+        ])
+        if StatusView.wantsJSON(ctx, flag: Option.json) { try ctx.out.writeLine(status) } else { try ctx.out.write(StatusView.status(status)) }
         return .success
     }
 }
@@ -635,8 +679,10 @@ extension PeerSyncCommand {
         case connect
         case db
         case deviceIDs = "device-ids"
+        case dryRun = "dry-run"
         case name
         case events
+        case json
         case faultInjectPreviousProtocol = "fault-inject-previous-protocol"
         case faultInjectSkipPhotoReplies = "fault-inject-skip-photo-replies"
         case listen

@@ -11,7 +11,7 @@ import FamilySync
 enum RecordDiff {
     /// Every record of `path`, by id: a store's records, or an export's
     /// lines (a later line for an id replaces an earlier one by the rule).
-    static func load(_ path: String) throws -> [String: Record] {
+    static func load(_ path: String, progress: InputProgress? = nil) throws -> [String: Record] {
         var out: [String: Record] = [:]
         func take(_ r: Record) {
             if let held = out[r.id], !LWW.decide(local: held.version, remote: r.version).takeRemote { return }
@@ -19,7 +19,11 @@ enum RecordDiff {
         }
         if isStore(path) {
             let store = try Store(path: path, create: false)
+            let total = (try? store.recordCounts()).map { $0.live + $0.tombstones } ?? 0
             try store.forEachRecordLine { bytes in
+                // A store's size is its record count: the percent is of records.
+                // (out.count: ids so far, the same as records in a store, where ids are unique.)
+                if out.count % progressEvery == 0 { progress?.show(count: out.count, of: total) }
                 let line = String(decoding: bytes, as: UTF8.self)
                 do { take(try Record(line: line)) } catch { throw ToolError.data("\(path): a stored record does not parse: \(error)") }
             }
@@ -27,6 +31,7 @@ enum RecordDiff {
         }
         let reader = try LineReader(path: path, maxLineBytes: Record.maxLineBytes)
         while let l = try reader.next() {
+            if reader.lineNumber % progressEvery == 0 { progress?.show(count: reader.lineNumber, done: reader.position, size: reader.size) }
             guard case let .text(bytes) = l else { throw ToolError.data("\(reader.name):\(reader.lineNumber): line longer than \(Record.maxLineBytes) bytes") }
             if bytes.allSatisfy({ $0 == 0x20 || $0 == 0x09 }) { continue }
             do { take(try Record(line: String(decoding: bytes, as: UTF8.self))) } catch {
@@ -35,6 +40,9 @@ enum RecordDiff {
         }
         return out
     }
+
+    /// Records between progress redraws: a few per second at full speed.
+    static let progressEvery = 65536
 
     /// A store begins with SQLite's 16-byte header.
     static func isStore(_ path: String) -> Bool {
@@ -45,7 +53,9 @@ enum RecordDiff {
 
     static func run(_ ctx: ToolContext, a: String, b: String) throws -> ExitStatus {
         if a == "-" && b == "-" { throw ToolError.usage("A and B cannot both be standard input") }
-        let left = try load(a), right = try load(b)
+        let left = try load(a, progress: InputProgress(ctx, unit: "records", prefix: "reading A (\(a))"))
+        let right = try load(b, progress: InputProgress(ctx, unit: "records", prefix: "reading B (\(b))"))
+        ctx.endProgress()
         var differing = 0
         for id in Set(left.keys).union(right.keys).sorted(by: { Array($0.utf8).lexicographicallyPrecedes(Array($1.utf8)) }) {
             let l = left[id], r = right[id]

@@ -11,6 +11,9 @@ public enum TombstoneGCCommand {
     static let dryRun = OptionSpec.flag("dry-run", short: "n", help: "Count what would be removed; change nothing.")
     static let verbose = OptionSpec.flag("verbose", short: "v", help: "Say what each step removed, and the longest write transaction, on standard error.")
 
+    /// Where `make install` puts the tool with its default PREFIX: a crontab line names it in full.
+    static let installedPath = "/usr/local/bin/tombstone-gc"
+
     public static let spec = CommandSpec(
         name: "tombstone-gc",
         abstract: "Purge tombstones that every device has heard about",
@@ -36,8 +39,8 @@ public enum TombstoneGCCommand {
         options: [db, olderThan, photoGrace, dryRun, verbose, CommonOptions.now, CommonOptions.quiet],
         examples: [
             Example("See what would go, without changing anything:", "tombstone-gc --db kid.db --dry-run"),
-            Example("A crontab line: every night at 03:17, keep the summaries in a log:",
-                    "17 3 * * * tombstone-gc --db $HOME/.local/share/family-sync/store.db >> $HOME/.local/state/tombstone-gc.log"),
+            Example("A crontab line: every night at 03:17, keep the summaries (and any error) in a log. Cron's PATH is /usr/bin:/bin, so the line names the installed path (make install's default; command -v tombstone-gc says where it is):",
+                    "17 3 * * * \(installedPath) --db $HOME/.local/share/family-sync/store.db >> $HOME/.local/state/tombstone-gc.log 2>&1"),
             Example("A systemd user timer: ~/.config/systemd/user/tombstone-gc.service and tombstone-gc.timer, then systemctl --user enable --now tombstone-gc.timer:",
                     """
                     # tombstone-gc.service
@@ -67,6 +70,8 @@ public enum TombstoneGCCommand {
         let verbose = ctx.args.flag(Option.verbose)
         if let extra = ctx.args.positionals.first { throw ToolError.usage("unexpected argument '\(extra)'") }
         let store = try ctx.store(create: false)
+        // Each step is a transaction of its own: a stop keeps the finished ones, and the next run does the rest.
+        if !ctx.args.flag(Option.dryRun) { Interruption.whatIsKept("what the finished steps removed is gone, the step under way was rolled back; run it again to finish") }
         let report = try store.collectGarbage(now: ctx.now, horizon: horizon, photoGrace: grace,
                                               dryRun: ctx.args.flag(Option.dryRun),
                                               log: verbose ? { ctx.warn($0) } : nil)

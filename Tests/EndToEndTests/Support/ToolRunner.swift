@@ -105,7 +105,7 @@ final class TempDir {
     func file(_ name: String) -> String { path + "/" + name }
     func write(_ name: String, _ text: String) -> String {
         let p = file(name)
-        FileManager.default.createFile(atPath: p, contents: Data(text.utf8))
+        _ = FileManager.default.createFile(atPath: p, contents: Data(text.utf8))
         return p
     }
 }

@@ -50,7 +50,7 @@ enum RT {
     /// Applies NDJSON text to a store through the line reader (the CLI path).
     static func apply(_ store: Store, _ text: String, stamping: Bool = false, now: String = "2026-12-01T00:00:00Z") throws -> ApplySummary {
         let path = NSTemporaryDirectory() + "/fs-input-\(UUID().uuidString).ndjson"
-        FileManager.default.createFile(atPath: path, contents: Data(text.utf8))
+        _ = FileManager.default.createFile(atPath: path, contents: Data(text.utf8))
         defer { try? FileManager.default.removeItem(atPath: path) }
         let reader = try LineReader(path: path, maxLineBytes: Record.maxLineBytes)
         return try store.applyLines(reader, stamping: stamping, now: t(now))

@@ -83,7 +83,7 @@ import CSQLite
     @Test func emptyFileBecomesStore() throws {
         let d = TempFolder("fs-store")
         let p = d.path + "/empty.db"
-        FileManager.default.createFile(atPath: p, contents: Data(), attributes: [.posixPermissions: 0o600])
+        _ = FileManager.default.createFile(atPath: p, contents: Data(), attributes: [.posixPermissions: 0o600])
         let s = try Store(path: p)
         #expect(try s.deviceID.count == 36)
     }
