@@ -15,6 +15,7 @@ public enum Threads {
         let box = Unmanaged.passRetained(Body(body)).toOpaque()
         var thread = pthread_t()
         let rc = pthread_create(&thread, nil, { ctx in
+            // The context is the retained box passed below; pthread hands it back unchanged.
             let body = Unmanaged<Body>.fromOpaque(ctx!).takeRetainedValue()
             body.run()
             return nil
