@@ -4,8 +4,8 @@
 # UTS namespace of its own, as Tests/EndToEndTests/ReadmeTests.swift does:
 # loopback and one veth pair, both ends inside, so nothing reaches the
 # host's networks), removes the package, and checks that the file system is
-# as it was before the install. Needs iproute2, util-linux (unshare),
-# openssl and python3 for the household's demo proof.
+# as it was before the install. It installs what the check itself uses first:
+# iproute2 for the namespace, openssl and python3 for the demo proof.
 # Usage: scripts/check-package.sh family-sync_VERSION_amd64.deb
 set -euo pipefail
 deb=$(realpath "${1:?usage: scripts/check-package.sh PACKAGE.deb}")
@@ -19,6 +19,7 @@ snapshot() {
         -o -printf '%y %s %p\n' | sort
 }
 
+apt install iproute2 openssl python3 util-linux > /dev/null
 # A first install brings the dependencies, which stay; the check is of the package's own files.
 apt install "$deb" > /dev/null
 apt remove family-sync > /dev/null
