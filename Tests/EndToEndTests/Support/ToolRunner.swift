@@ -30,11 +30,14 @@ enum Tools {
     static let carriers = ["jws-verify": "family-sync", "merge-records": "family-sync", "peer-sync": "family-sync",
                            "tombstone-gc": "family-sync", "pair-qr": "family-sync-qr", "pair-scan": "family-sync-qr"]
 
-    /// `dir` when it holds the tools; else `dir/tools`, with a link named after
-    /// each tool to its binary in `dir`, as `make install` lays them out.
+    /// `dir` when it holds the tools as links (an installed tree); else, when
+    /// it holds the binaries, `dir/tools`, with a link named after each tool
+    /// to its binary in `dir`, as `make install` lays them out. (A build
+    /// folder may still hold tool binaries of an older layout: never those.)
     private static func linkedTools(_ dir: String) -> String {
         let fm = FileManager.default
-        guard !fm.isExecutableFile(atPath: dir + "/merge-records"), fm.isExecutableFile(atPath: dir + "/family-sync") else { return dir }
+        let installed = (try? fm.destinationOfSymbolicLink(atPath: dir + "/merge-records")) != nil
+        guard !installed, fm.isExecutableFile(atPath: dir + "/family-sync") else { return dir }
         let links = dir + "/tools"
         try? fm.createDirectory(atPath: links, withIntermediateDirectories: true)
         for (tool, binary) in carriers where (try? fm.destinationOfSymbolicLink(atPath: links + "/" + tool)) != "../" + binary {
