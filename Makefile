@@ -2,16 +2,28 @@
 SWIFT ?= swift
 PREFIX ?= /usr/local
 TOOLS := jws-verify pair-qr pair-scan merge-records peer-sync tombstone-gc
+# The six tools are links to two binaries (Sources/family-sync, Sources/family-sync-qr):
+# one Swift runtime each instead of six, and only the QR pair loads the image libraries.
+CORE_TOOLS := jws-verify merge-records peer-sync tombstone-gc
+QR_TOOLS := pair-qr pair-scan
 UNITS := peer-sync.service tombstone-gc.service tombstone-gc.timer
 UNITDIR ?= $(PREFIX)/lib/systemd/user
-# Release tools link the Swift runtime and Foundation statically: a tool that
-# runs at every app launch (jws-verify) starts in a few milliseconds instead of
-# loading some thirty shared libraries first.
-RELEASE_FLAGS := -c release --static-swift-stdlib
+LIBEXECDIR ?= $(PREFIX)/libexec/family-sync
+ZSHDIR ?= $(PREFIX)/share/zsh/site-functions
+# Release tools link the Swift runtime and FoundationEssentials statically: a
+# tool that runs at every app launch (jws-verify) starts in a few milliseconds
+# instead of loading some thirty shared libraries first, and the machine needs
+# no Swift runtime. They look for libraries only where the system does (no
+# $ORIGIN run path) and bind every symbol at start (-z now, so the GOT can be
+# read-only). Installed, they are stripped of symbols and debug data.
+RELEASE_FLAGS := -c release --static-swift-stdlib --disable-local-rpath -Xlinker -z -Xlinker now
+STRIP ?= strip
+VERSION := $(shell sed -n 's/.*static let version = "\(.*\)"/\1/p' Sources/FamilySync/Support/Version.swift)
+DEB := .build/deb/family-sync_$(VERSION)_amd64.deb
 RELEASE_BIN = $(shell $(SWIFT) build $(RELEASE_FLAGS) --show-bin-path 2>/dev/null)
 DEBUG_BIN = $(shell $(SWIFT) build --show-bin-path 2>/dev/null)
 
-.PHONY: all build deps test-deps bench-deps demo test c-warnings check-dependent test-asan test-tsan fuzz bench man install install-units uninstall clean
+.PHONY: all build deps test-deps bench-deps demo test c-warnings check-dependent test-asan test-tsan fuzz bench man install install-units uninstall stage deb clean
 
 all: build
 
@@ -39,18 +51,25 @@ bench-deps: test-deps
 build: deps
 	@SWIFT=$(SWIFT) bash scripts/swift-build.sh $(RELEASE_FLAGS)
 
-demo: build
+demo: stage
 	$(call apt_install,packages/apt-demo.txt)
-	@bash scripts/demo.sh "$(RELEASE_BIN)"
+	@bash scripts/demo.sh "$(CURDIR)/.build/stage/usr/bin"
+
+# The tools as installed (stripped, links in bin), in .build/stage/usr, for the demo and the benchmarks.
+stage: build
+	@rm -rf .build/stage
+	@$(MAKE) --no-print-directory install DESTDIR=$(CURDIR)/.build/stage PREFIX=/usr >/dev/null
 
 # The unit tests run in the debug build (assertions on); the end-to-end suite
-# runs the release tools, the binaries `make install` puts on users' machines.
+# runs the tools from the Debian package's tree, as `make deb` built and
+# packed them (stripped, six links to two binaries), and checks the package.
 test: test-deps c-warnings
 	@SWIFT=$(SWIFT) bash scripts/swift-build.sh --build-tests
-	@SWIFT=$(SWIFT) bash scripts/swift-build.sh $(RELEASE_FLAGS)
+	$(MAKE) --no-print-directory deb
 	$(SWIFT) test --skip-build --skip EndToEndTests
-	@test -x "$(RELEASE_BIN)/peer-sync" || { echo "no release tools in '$(RELEASE_BIN)'"; exit 1; }
-	FAMILY_SYNC_BIN="$(RELEASE_BIN)" $(SWIFT) test --skip-build --filter EndToEndTests
+	@test -x .build/deb/root/usr/bin/peer-sync || { echo "no tools in .build/deb/root/usr/bin"; exit 1; }
+	FAMILY_SYNC_BIN="$(CURDIR)/.build/deb/root/usr/bin" FAMILY_SYNC_DEB="$(CURDIR)/$(DEB)" \
+	    $(SWIFT) test --skip-build --filter EndToEndTests
 
 # The C glue must compile without a warning (SwiftPM builds it without -Wall).
 C_SOURCES := $(wildcard Sources/JPEGGlue/*.c)
@@ -83,28 +102,37 @@ test-tsan: test-deps
 fuzz: deps
 	@bash scripts/fuzz.sh $(FUZZ_TARGETS)
 
-bench: bench-deps build
-	@bash bench/run.sh "$(RELEASE_BIN)"
+bench: bench-deps stage
+	@bash bench/run.sh "$(CURDIR)/.build/stage/usr/bin"
 
 # Regenerates man pages and completion scripts from the command declarations.
 man:
 	$(SWIFT) build
 	@for t in $(TOOLS); do \
-	    $(DEBUG_BIN)/$$t --generate-manpage > man/man1/$$t.1; \
-	    $(DEBUG_BIN)/$$t --generate-completion bash > completions/bash/$$t; \
-	    $(DEBUG_BIN)/$$t --generate-completion zsh > completions/zsh/_$$t; \
-	    $(DEBUG_BIN)/$$t --generate-completion fish > completions/fish/$$t.fish; \
+	    case " $(QR_TOOLS) " in *" $$t "*) b=$(DEBUG_BIN)/family-sync-qr;; *) b=$(DEBUG_BIN)/family-sync;; esac; \
+	    $$b $$t --generate-manpage > man/man1/$$t.1; \
+	    $$b $$t --generate-completion bash > completions/bash/$$t; \
+	    $$b $$t --generate-completion zsh > completions/zsh/_$$t; \
+	    $$b $$t --generate-completion fish > completions/fish/$$t.fish; \
 	done
 
+# The binaries go to LIBEXECDIR, stripped; each tool in bin is a relative link
+# to the one that carries it, so the tree can be moved (DESTDIR, a package).
 install: build
-	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1 $(DESTDIR)$(PREFIX)/share/man/man7 \
-	    $(DESTDIR)$(PREFIX)/share/bash-completion/completions $(DESTDIR)$(PREFIX)/share/zsh/site-functions \
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(LIBEXECDIR) $(DESTDIR)$(PREFIX)/share/man/man1 $(DESTDIR)$(PREFIX)/share/man/man7 \
+	    $(DESTDIR)$(PREFIX)/share/bash-completion/completions $(DESTDIR)$(ZSHDIR) \
 	    $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d
+	for b in family-sync family-sync-qr; do \
+	    install -m 755 $(RELEASE_BIN)/$$b $(DESTDIR)$(LIBEXECDIR)/$$b && \
+	    $(STRIP) --strip-unneeded --remove-section=.comment --remove-section=.note $(DESTDIR)$(LIBEXECDIR)/$$b || exit 1; \
+	done
+	rel=$$(realpath -m --relative-to=$(PREFIX)/bin $(LIBEXECDIR)); \
+	for t in $(CORE_TOOLS); do ln -sfn $$rel/family-sync $(DESTDIR)$(PREFIX)/bin/$$t; done; \
+	for t in $(QR_TOOLS); do ln -sfn $$rel/family-sync-qr $(DESTDIR)$(PREFIX)/bin/$$t; done
 	for t in $(TOOLS); do \
-	    install -m 755 $(RELEASE_BIN)/$$t $(DESTDIR)$(PREFIX)/bin/$$t; \
 	    install -m 644 man/man1/$$t.1 $(DESTDIR)$(PREFIX)/share/man/man1/$$t.1; \
 	    install -m 644 completions/bash/$$t $(DESTDIR)$(PREFIX)/share/bash-completion/completions/$$t; \
-	    install -m 644 completions/zsh/_$$t $(DESTDIR)$(PREFIX)/share/zsh/site-functions/_$$t; \
+	    install -m 644 completions/zsh/_$$t $(DESTDIR)$(ZSHDIR)/_$$t; \
 	    install -m 644 completions/fish/$$t.fish $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d/$$t.fish; \
 	done
 	install -m 644 man/man7/family-sync.7 $(DESTDIR)$(PREFIX)/share/man/man7/family-sync.7
@@ -119,10 +147,20 @@ install-units:
 
 uninstall:
 	for t in $(TOOLS); do rm -f $(DESTDIR)$(PREFIX)/bin/$$t $(DESTDIR)$(PREFIX)/share/man/man1/$$t.1 \
-	    $(DESTDIR)$(PREFIX)/share/bash-completion/completions/$$t $(DESTDIR)$(PREFIX)/share/zsh/site-functions/_$$t \
+	    $(DESTDIR)$(PREFIX)/share/bash-completion/completions/$$t $(DESTDIR)$(ZSHDIR)/_$$t \
 	    $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d/$$t.fish; done
+	rm -f $(DESTDIR)$(LIBEXECDIR)/family-sync $(DESTDIR)$(LIBEXECDIR)/family-sync-qr
+	-rmdir $(DESTDIR)$(LIBEXECDIR) 2>/dev/null
 	rm -f $(DESTDIR)$(PREFIX)/share/man/man7/family-sync.7
 	for u in $(UNITS); do rm -f $(DESTDIR)$(UNITDIR)/$$u; done
+
+# The Debian package, .build/deb/family-sync_VERSION_amd64.deb: `make install`
+# into .build/deb/root with Debian's paths, then control data whose Depends
+# dpkg-shlibdeps reads from the libraries the binaries link (scripts/make-deb.sh).
+deb: build
+	@rm -rf .build/deb/root
+	@$(MAKE) --no-print-directory install DESTDIR=$(CURDIR)/.build/deb/root PREFIX=/usr ZSHDIR=/usr/share/zsh/vendor-completions >/dev/null
+	@bash scripts/make-deb.sh .build/deb/root $(VERSION) $(DEB)
 
 clean:
 	$(SWIFT) package clean

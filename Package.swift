@@ -7,12 +7,11 @@ let package = Package(
     name: "family-sync",
     products: [
         .library(name: "FamilySync", targets: ["FamilySync", "FamilySyncImaging", "FamilySyncCLI"]),
-        .executable(name: "jws-verify", targets: ["jws-verify"]),
-        .executable(name: "pair-qr", targets: ["pair-qr"]),
-        .executable(name: "pair-scan", targets: ["pair-scan"]),
-        .executable(name: "merge-records", targets: ["merge-records"]),
-        .executable(name: "peer-sync", targets: ["peer-sync"]),
-        .executable(name: "tombstone-gc", targets: ["tombstone-gc"]),
+        // The six tools in two binaries, each run as links named after its tools
+        // (MultiCall): jws-verify, merge-records, peer-sync and tombstone-gc in one;
+        // pair-qr and pair-scan, which load the image libraries, in the other.
+        .executable(name: "family-sync", targets: ["family-sync"]),
+        .executable(name: "family-sync-qr", targets: ["family-sync-qr"]),
         // The fuzz targets, for the libFuzzer package in Fuzzing/ (`make fuzz`).
         .library(name: "FamilySyncFuzz", targets: ["FamilySyncFuzz"]),
     ],
@@ -50,12 +49,8 @@ let package = Package(
         // One entry point per parser of outside bytes, shared by libFuzzer (Fuzzing/) and the replay tests.
         .target(name: "FamilySyncFuzz", dependencies: ["FamilySync", "FamilySyncImaging", "FamilySyncCLI"]),
 
-        .executableTarget(name: "jws-verify", dependencies: ["FamilySync", "FamilySyncCLI"]),
-        .executableTarget(name: "pair-qr", dependencies: ["FamilySync", "FamilySyncImaging", "FamilySyncCLI"]),
-        .executableTarget(name: "pair-scan", dependencies: ["FamilySync", "FamilySyncImaging", "FamilySyncCLI"]),
-        .executableTarget(name: "merge-records", dependencies: ["FamilySync", "FamilySyncCLI"]),
-        .executableTarget(name: "peer-sync", dependencies: ["FamilySync", "FamilySyncCLI"]),
-        .executableTarget(name: "tombstone-gc", dependencies: ["FamilySync", "FamilySyncCLI"]),
+        .executableTarget(name: "family-sync", dependencies: ["FamilySync", "FamilySyncCLI"]),
+        .executableTarget(name: "family-sync-qr", dependencies: ["FamilySync", "FamilySyncImaging", "FamilySyncCLI"]),
 
         .testTarget(name: "FamilySyncTests", dependencies: ["FamilySync", "FamilySyncImaging", "FamilySyncCLI", "FamilySyncFuzz"],
                     resources: [.copy("Vectors")]),

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 import FamilySync
 
 /// Completion scripts for bash, zsh and fish, generated from the declaration.
@@ -22,7 +23,7 @@ public enum Completions {
         }
     }
 
-    static func funcName(_ spec: CommandSpec) -> String { "_" + spec.name.replacingOccurrences(of: "-", with: "_") }
+    static func funcName(_ spec: CommandSpec) -> String { "_" + spec.name.replacing("-", with: "_") }
 
     /// The store option a listing forwards, when the command declares it.
     static let storeOption = CommonOptions.db.long
@@ -120,7 +121,7 @@ public enum Completions {
         s += "\(indent)    return\n"
         s += "\(indent)fi\n"
         guard spec.arguments.contains(where: { $0.completion != .none }) else { return s }
-        func reply(_ a: ArgumentSpec) -> String { bashReply(a.completion, tool: tool).replacingOccurrences(of: "-P \"$pre\" ", with: "") }
+        func reply(_ a: ArgumentSpec) -> String { bashReply(a.completion, tool: tool).replacing("-P \"$pre\" ", with: "") }
         if spec.arguments.count == 1 {
             return s + "\(indent)\(reply(spec.arguments[0]))\n"
         }
@@ -242,11 +243,11 @@ public enum Completions {
     // MARK: fish
 
     static func fishEscape(_ s: String) -> String {
-        "'" + s.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "'", with: "\\'") + "'"
+        "'" + s.replacing("\\", with: "\\\\").replacing("'", with: "\\'") + "'"
     }
 
-    static func fishFunction(_ spec: CommandSpec) -> String { "__" + spec.name.replacingOccurrences(of: "-", with: "_") + "_listing" }
-    static func fishPosition(_ spec: CommandSpec) -> String { "__" + spec.name.replacingOccurrences(of: "-", with: "_") + "_argument_is" }
+    static func fishFunction(_ spec: CommandSpec) -> String { "__" + spec.name.replacing("-", with: "_") + "_listing" }
+    static func fishPosition(_ spec: CommandSpec) -> String { "__" + spec.name.replacing("-", with: "_") + "_argument_is" }
 
     static func needsPosition(_ spec: CommandSpec) -> Bool {
         (spec.subcommands.isEmpty ? [spec] : spec.subcommands).contains { $0.arguments.count > 1 }

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 import FamilySync
 
 /// The mdoc(7) man page of a tool, generated from its declaration so it
@@ -185,7 +186,7 @@ public enum ManPage {
 
     /// Escapes text for a mdoc text line.
     static func escape(_ s: String) -> String {
-        var t = s.replacingOccurrences(of: "\\", with: "\\e")
+        var t = s.replacing("\\", with: "\\e")
         if t.hasPrefix(".") || t.hasPrefix("'") { t = "\\&" + t }
         return t
     }

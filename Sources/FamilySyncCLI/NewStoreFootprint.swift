@@ -1,4 +1,6 @@
-import Foundation
+import FoundationEssentials
+import FamilySync
+import Glibc
 
 /// What a command that may create a store finds at its path before it
 /// starts, so that on failure it can take away exactly what it made: the
@@ -15,10 +17,10 @@ struct NewStoreFootprint {
         var st = stat()
         existedBefore = lstat(path, &st) == 0
         var missing: [String] = []
-        var dir = (path as NSString).deletingLastPathComponent
+        var dir = PathText.directory(path)
         while !dir.isEmpty, dir != "/", lstat(dir, &st) != 0, errno == ENOENT {
             missing.append(dir)
-            dir = (dir as NSString).deletingLastPathComponent
+            dir = PathText.directory(dir)
         }
         missingFolders = missing
     }

@@ -1,5 +1,6 @@
 import FamilySync
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// The one way a tool writes a file named on its command line (`pair-qr -o`,
 /// `merge-records --cursor`, `--explain-file`). A path is what it is:
@@ -52,8 +53,8 @@ public final class OutputFile {
             return
         }
         let existing = stat(resolved, &st) == 0
-        let dir = (resolved as NSString).deletingLastPathComponent
-        let base = (resolved as NSString).lastPathComponent
+        let dir = PathText.directory(resolved)
+        let base = PathText.lastComponent(resolved)
         var template = Array(((dir.isEmpty ? "." : dir) + "/.\(base).XXXXXX").utf8CString)
         let f = template.withUnsafeMutableBufferPointer { buf in buf.baseAddress.map { mkstemp($0) } ?? -1 }
         guard f >= 0 else {
@@ -80,7 +81,7 @@ public final class OutputFile {
         guard let base = bytes.baseAddress else { return }
         var off = 0
         while off < bytes.count {
-            let n = Foundation.write(fd, base + off, bytes.count - off)
+            let n = Glibc.write(fd, base + off, bytes.count - off)
             if n < 0 {
                 if errno == EINTR { continue }
                 throw ToolError.io("\(path): write error: \(String(cString: strerror(errno)))")
@@ -135,7 +136,7 @@ public final class OutputFile {
             let n = readlink(current, &buf, buf.count - 1)
             guard n > 0 else { throw ToolError.io("\(path): cannot read the link: \(String(cString: strerror(errno)))") }
             let dest = String(decoding: buf[0..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self)
-            current = dest.hasPrefix("/") ? dest : ((current as NSString).deletingLastPathComponent as NSString).appendingPathComponent(dest)
+            current = dest.hasPrefix("/") ? dest : PathText.appending(PathText.directory(current), dest)
         }
         throw ToolError.io("\(path): too many levels of symbolic links")
     }

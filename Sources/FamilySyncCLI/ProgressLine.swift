@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// One line of progress on a terminal that never wraps: each redraw is cut
 /// to the terminal's width (asked again every time, so a resized window is
@@ -76,7 +77,7 @@ final class ProgressLine {
             var off = 0
             while off < b.count {
                 // Never nil: the loop runs only while the text has bytes.
-                let n = Foundation.write(fd, b.baseAddress! + off, b.count - off)
+                let n = Glibc.write(fd, b.baseAddress! + off, b.count - off)
                 if n < 0 { if errno == EINTR { continue }; return }
                 off += n
             }

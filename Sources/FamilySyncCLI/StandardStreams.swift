@@ -1,5 +1,6 @@
 import FamilySync
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// Standard input and standard error as a tool meets them: possibly closed
 /// (`<&-`, `2>&-`) or full (`2>/dev/full`). Foundation's `FileHandle`

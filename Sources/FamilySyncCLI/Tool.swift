@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 import FamilySync
 
 /// What a tool's body gets: its parsed arguments, stdout, the clock, the

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// Key material with one owner: the bytes live in storage this object
 /// allocated and nothing else points at, and they are zeroed there before

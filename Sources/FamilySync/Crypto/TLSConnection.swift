@@ -1,5 +1,6 @@
 import COpenSSL
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// A TLS failure: what we were doing, OpenSSL's reason codes and messages.
 public struct TLSError: Error, CustomStringConvertible, Sendable {

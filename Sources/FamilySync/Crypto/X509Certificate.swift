@@ -1,5 +1,6 @@
 import COpenSSL
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// One X.509 certificate (`X509*`), parsed from exact DER. Owns the handle
 /// and frees it in `deinit`. Not Sendable: OpenSSL caches extension data

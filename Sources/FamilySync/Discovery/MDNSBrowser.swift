@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// A DNS-SD service instance seen on the network, resolved to an address.
 public struct FoundService: Sendable, Equatable {

@@ -1,4 +1,6 @@
-import Foundation
+import Dispatch
+import FoundationEssentials
+import Glibc
 import Synchronization
 
 /// The DNS-SD responder `peer-sync serve` runs beside its listener, on a
@@ -49,7 +51,7 @@ public final class MDNSResponder: @unchecked Sendable {
     }
 
     public func start() {
-        Thread.detachNewThread { [self] in
+        Threads.detach { [self] in
             run()
             finished.signal()
         }

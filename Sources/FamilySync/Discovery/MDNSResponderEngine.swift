@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// What the DNS-SD responder decides, without sockets or threads: when to
 /// probe, announce and answer, and what to send (RFC 6762). `MDNSResponder`

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// Multicast DNS's fixed numbers (RFC 6762).
 public enum MDNS {

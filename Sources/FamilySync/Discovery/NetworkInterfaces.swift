@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// An interface that multicast DNS can use: up, multicast-capable, not loopback.
 public struct NetworkInterface: Sendable, Equatable, CustomStringConvertible {

@@ -1,4 +1,6 @@
-import Foundation
+import Dispatch
+import FoundationEssentials
+import Glibc
 
 /// A device found to sync with: where, which device we believe it is (nil:
 /// a family device we cannot name yet), and how it was found.
@@ -68,7 +70,7 @@ public enum PeerFinder {
         let race = Race()
         for (address, device) in known {
             race.start()
-            Thread.detachNewThread {
+            Threads.detach {
                 defer { race.finish() }
                 do {
                     let target = try LocalNames.resolve(address)
@@ -92,7 +94,7 @@ public enum PeerFinder {
             interfaces = NetworkInterface.current()
             let ifs = interfaces
             race.start()
-            Thread.detachNewThread {
+            Threads.detach {
                 defer { race.finish() }
                 guard let browser = try? MDNSBrowser(interfaces: ifs) else { race.fail("mDNS: cannot open a socket"); return }
                 _ = browser.browse(for: browseTime) { f in
@@ -147,7 +149,7 @@ public enum PeerFinder {
                              + (foundButSilent.isEmpty ? "" : "; found \(foundButSilent.joined(separator: "; "))"))
             }
         }
-        throw SyncError(.nobodyAnswered, peer: what, detail: String(format: "%.1f", Double(ms) / 1000), causes: knownFailures, notes: tried)
+        throw SyncError(.nobodyAnswered, peer: what, detail: String(cFormat: "%.1f", Double(ms) / 1000), causes: knownFailures, notes: tried)
     }
 }
 

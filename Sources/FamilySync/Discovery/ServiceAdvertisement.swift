@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// What one device advertises over DNS-SD: `INSTANCE._family-sync._tcp.local`
 /// with an SRV record to `HOST.local` at the sync port and a TXT record, where

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// The three dot-separated segments of a compact JWS, as byte ranges of the
 /// token; nothing is decoded yet. Only the compact serialization is a proof

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// Proof of having passed the verifier; nothing else can make one.
 struct VerificationSeal {

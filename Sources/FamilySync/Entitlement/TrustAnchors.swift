@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// The roots a verifier pins: Apple Root CA - G3 (bundled) unless others
 /// are given, in which case they replace it.

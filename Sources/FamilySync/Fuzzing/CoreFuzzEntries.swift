@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// Entry points for fuzzing the core's parsers of outside bytes, one per
 /// parser: bytes in, nothing out, no crash whatever the bytes. They reach
@@ -144,7 +145,7 @@ package enum CoreFuzzEntries {
     /// An empty store in a private temporary folder (removed at exit) for the
     /// photo decoders, which hold one; nothing the fuzzer sends reaches it.
     nonisolated(unsafe) static let scratchStore: Store? = {
-        var template = Array((NSTemporaryDirectory() + "/family-sync-fuzz.XXXXXX").utf8CString)
+        var template = Array(((ProcessInfo.processInfo.environment["TMPDIR"] ?? "/tmp") + "/family-sync-fuzz.XXXXXX").utf8CString)
         // Never nil: the template is a non-empty literal.
         guard let dir = template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }).map({ String(cString: $0) }) else { return nil }
         scratchFolder = dir

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// One version of a record (docs/design.md §2). `line` is the JSON text the
 /// store keeps and writes out: the source line verbatim when its `modifiedAt`

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// One NDJSON input held whole in memory, for the pure merge: a regular file
 /// is mapped (the page cache is the only copy), a pipe is read into one

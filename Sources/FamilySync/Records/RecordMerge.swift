@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 import Dispatch
 
 /// The pure merge (`merge-records LOCAL REMOTE`): both inputs are scanned in

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// A specialized, allocation-free reader for one NDJSON record line: it
 /// validates the whole line as strict JSON (UTF-8, escapes, numbers, nesting)

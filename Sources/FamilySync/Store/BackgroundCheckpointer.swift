@@ -1,5 +1,6 @@
 import CSQLite
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// Copies a store's write-ahead log back into the database file on a thread
 /// of its own, with its own connection, while one connection keeps writing:
@@ -38,7 +39,7 @@ final class BackgroundCheckpointer: @unchecked Sendable {
     private let stepFrames: Int64
     private let hardFrames: Int64
 
-    private let condition = NSCondition()
+    private let condition = ThreadCondition()
     // Shared state, under `condition`.
     private var opened: Bool?
     private var wanted = false
@@ -63,7 +64,7 @@ final class BackgroundCheckpointer: @unchecked Sendable {
         let path = db.path
         let c = BackgroundCheckpointer(db: db, autocheckpointBefore: before, pageSize: pageSize,
                                        stepBytes: stepBytes, hardLimitBytes: hardLimitBytes)
-        let thread = Thread {
+        Threads.detach {
             // A first read opens the log: until then the connection does not know the store is in WAL mode.
             var conn = try? Database(path: path, flags: SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX)
             if (try? conn?.scalarText("PRAGMA journal_mode")) != "wal" { conn = nil }
@@ -79,8 +80,6 @@ final class BackgroundCheckpointer: @unchecked Sendable {
             c.condition.broadcast()
             c.condition.unlock()
         }
-        thread.name = "checkpointer"
-        thread.start()
         c.condition.lock()
         while c.opened == nil { c.condition.wait() }
         let started = c.opened == true

@@ -1,5 +1,6 @@
 import CSQLite
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// A consistent copy of a store taken while other processes write to it.
 /// Most recent changes live in the write-ahead log until a checkpoint, so

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// A device's name ("Anna's phone"), shown next to its ID in peer-sync
 /// status, tombstone-gc's heldBackBy and serve's log lines. A member names
@@ -16,7 +17,7 @@ public enum DeviceName {
 
     /// Why a name as typed is not taken.
     public static func problem(_ name: String) -> String? {
-        if name.trimmingCharacters(in: .whitespaces).isEmpty { return "the name is empty" }
+        if name.trimmingWhiteSpace().isEmpty { return "the name is empty" }
         if name.utf8.count > maxBytes { return "the name is longer than \(maxBytes) bytes (\(name.utf8.count))" }
         if let bad = name.unicodeScalars.first(where: isUnsafe) {
             return "the name holds a control character (U+\(String(bad.value, radix: 16, uppercase: true).leftPadded(to: 4)))"
@@ -29,7 +30,7 @@ public enum DeviceName {
     /// boundary; nil when nothing is left.
     public static func neutralised(_ name: String) -> String? {
         var s = String(String.UnicodeScalarView(name.unicodeScalars.map { isUnsafe($0) ? "\u{FFFD}" : $0 }))
-            .trimmingCharacters(in: .whitespaces)
+            .trimmingWhiteSpace()
         while s.utf8.count > maxBytes { s.removeLast() }
         return s.isEmpty ? nil : s
     }

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// Photo bytes, content-addressed by SHA-256, kept inside the store so a
 /// photo and the records naming it commit together (a crash never leaves a

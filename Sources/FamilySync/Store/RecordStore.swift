@@ -1,5 +1,6 @@
 import CSQLite
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// Records in the store: applying incoming versions by the LWW rule, local
 /// edits, and export from a change cursor. merge-records and peer-sync both

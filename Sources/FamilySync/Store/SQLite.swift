@@ -1,5 +1,6 @@
 import CSQLite
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// An SQLite failure: what we were doing, the result code and SQLite's message.
 public struct SQLiteError: Error, CustomStringConvertible, Sendable {

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// The lock that keeps one `peer-sync serve` per store: an exclusive
 /// flock(2) on a descriptor of the store file itself, held for the life of

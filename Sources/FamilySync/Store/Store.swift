@@ -1,5 +1,6 @@
 import CSQLite
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// A device's store: one SQLite file in WAL mode holding records, photos,
 /// the family, peers, offers and proofs. Every write is one transaction.
@@ -97,8 +98,14 @@ public final class Store {
         if let p = env["FAMILY_SYNC_DB"], !p.isEmpty { return p }
         let base: String
         if let x = env["XDG_DATA_HOME"], x.hasPrefix("/") { base = x }
-        else { base = (env["HOME"] ?? NSHomeDirectory()) + "/.local/share" }
+        else { base = (env["HOME"] ?? homeFromPasswd()) + "/.local/share" }
         return base + "/family-sync/store.db"
+    }
+
+    /// The home folder from the password database, for a process without $HOME.
+    private static func homeFromPasswd() -> String {
+        guard let pw = getpwuid(getuid()), let dir = pw.pointee.pw_dir else { return "/" }
+        return String(cString: dir)
     }
 
     /// Checks an existing file without writing to it. Returns whether it exists.
@@ -155,7 +162,7 @@ public final class Store {
     /// Creates the store file with mode 0600 (and its folder with 0700) before
     /// SQLite opens it; SQLite gives its -wal and -shm files the same mode.
     private static func createFile(path: String) throws {
-        let dir = (path as NSString).deletingLastPathComponent
+        let dir = PathText.directory(path)
         if !dir.isEmpty, !FileManager.default.fileExists(atPath: dir) {
             // The folders made here, outermost first: each is synced into its parent below.
             var made: [String] = []
@@ -167,7 +174,7 @@ public final class Store {
             do {
                 try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
             } catch {
-                throw StoreError(.cannotCreateFolder, path: path, detail: error.localizedDescription, other: dir)
+                throw StoreError(.cannotCreateFolder, path: path, detail: "\(error)", other: dir)
             }
             for folder in made {
                 let e = FileIO.syncFolder(of: folder)

@@ -1,5 +1,7 @@
 import CSQLite
-import Foundation
+import Dispatch
+import FoundationEssentials
+import Glibc
 
 /// The tombstone rule (docs/design.md §4) and the store's garbage
 /// collection: tombstones old enough and acknowledged by every known device,
@@ -193,7 +195,7 @@ extension Store {
                     return entries.count
                 }
                 report.purged += n
-                log?("purged \(n) tombstones among rows \(lo + 1)-\(hi) in \(String(format: "%.1f", seconds * 1000)) ms")
+                log?("purged \(n) tombstones among rows \(lo + 1)-\(hi) in \(String(cFormat: "%.1f", seconds * 1000)) ms")
                 lo = hi
                 // Aim the next transaction at the target lock time, then let waiting writers in.
                 let scale = max(0.25, min(1.5, Store.gcTransactionTarget / max(seconds, 1e-4)))
@@ -293,7 +295,7 @@ extension Store {
         }
         report.transactions = transactions
         report.longestTransactionMilliseconds = longest
-        log?("longest write transaction: \(String(format: "%.1f", report.longestTransactionMilliseconds)) ms over \(report.transactions) transactions")
+        log?("longest write transaction: \(String(cFormat: "%.1f", report.longestTransactionMilliseconds)) ms over \(report.transactions) transactions")
         return report
     }
 }

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// A JSON value that keeps object keys in their order, so output is stable and
 /// unknown fields survive a round trip. Numbers keep their source text: a
@@ -28,7 +29,7 @@ public enum JSONValue: Equatable, Sendable {
     public static func double(_ v: Double) -> JSONValue {
         guard v.isFinite else { return .null }
         if v == v.rounded(), abs(v) < 1e15 { return .number(String(Int64(v))) }
-        return .number(String(format: "%.6g", v))
+        return .number(String(cFormat: "%.6g", v))
     }
     /// A string, or null when absent.
     public static func optional(_ s: String?) -> JSONValue { s.map { .string($0) } ?? .null }
@@ -97,7 +98,7 @@ extension JSONValue {
             case "\u{2029}": out += "\\u2029"
             default:
                 if scalar.value < 0x20 || scalar.value == 0x7F {
-                    out += String(format: "\\u%04x", scalar.value)
+                    out += String(cFormat: "\\u%04x", scalar.value)
                 } else {
                     out.unicodeScalars.append(scalar)
                 }

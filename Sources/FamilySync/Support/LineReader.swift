@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// Reads lines from a file or standard input in large chunks, for NDJSON and
 /// JWS batches. Lines longer than `maxLineBytes` are reported, not buffered

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// A value that threads share, behind a pthread mutex (as NSLock is, where
 /// a lock guards code rather than one value). Not `Synchronization.Mutex`,

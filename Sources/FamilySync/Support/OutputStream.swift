@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// A buffered writer on a file descriptor that reports failure instead of
 /// losing data silently: a tool whose stdout write fails must exit 74.

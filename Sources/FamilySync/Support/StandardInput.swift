@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// Standard input as every tool treats it when the shell closed it (`<&-`):
 /// no input, the same in every mode. The slot is filled with /dev/null at

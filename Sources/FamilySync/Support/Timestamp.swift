@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// A point in time at millisecond precision, the unit every device compares
 /// and writes. Parsing accepts any RFC 3339 offset; writing is always UTC,

@@ -168,7 +168,7 @@ struct FrameDecoder {
             throw ProtocolError("frame of \(length) bytes exceeds the limit of \(maxPayload)")
         }
         guard let type = FrameType(rawValue: buffer[b + 4]) else {
-            throw ProtocolError(String(format: "unknown frame type 0x%02x", Int(buffer[b + 4])))
+            throw ProtocolError(String(cFormat: "unknown frame type 0x%02x", UInt32(buffer[b + 4])))
         }
         let body = b + Frame.headerBytes
         let available = buffer.count - body

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// Frames over one TLS connection, driven by a single thread: an output
 /// buffer the session fills (and stops filling above a high-water mark), a

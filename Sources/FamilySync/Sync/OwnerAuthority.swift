@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// The owner's authority over the family (docs/protocol.md §4): only the
 /// owner decides who is in the family and who is revoked. It states the

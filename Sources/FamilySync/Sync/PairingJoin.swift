@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// The owner's side of a pairing join: read JOIN, then in one transaction
 /// check the family has room, consume the offer's nonce and admit the device
@@ -94,7 +95,7 @@ public enum OfferInput {
         var lineNumber = 0
         for raw in text.split(separator: "\n", omittingEmptySubsequences: false) {
             lineNumber += 1
-            let line = raw.trimmingCharacters(in: .whitespacesAndNewlines)
+            let line = raw.trimmingWhiteSpace(newlines: true)
             if line.isEmpty { continue }
             var qr = line
             if line.hasPrefix("{") {

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 import Synchronization
 
 /// The connections a server holds before they are authenticated: accepted,
@@ -88,7 +89,7 @@ final class PreAuthPool: Sendable {
 /// Hands authenticated connections from their handshake threads to the
 /// thread that runs sessions (the one that owns the store).
 final class SessionHandoff<Item>: @unchecked Sendable {
-    private let lock = NSCondition()
+    private let lock = ThreadCondition()
     private var items: [Item] = []
 
     func put(_ item: Item) {
@@ -102,7 +103,7 @@ final class SessionHandoff<Item>: @unchecked Sendable {
     func take(timeout: TimeSpan) -> Item? {
         lock.lock()
         defer { lock.unlock() }
-        let until = Date(timeIntervalSinceNow: timeout.seconds)
+        let until = ThreadCondition.deadline(after: timeout.seconds)
         while items.isEmpty {
             if !lock.wait(until: until) { break }
         }

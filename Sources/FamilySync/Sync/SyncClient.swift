@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// The connecting side: `connect` (one session with a paired device, busy
 /// peers retried with backoff), Sync Now (the known peers in turn) and

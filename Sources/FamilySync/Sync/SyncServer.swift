@@ -1,4 +1,6 @@
-import Foundation
+import Dispatch
+import FoundationEssentials
+import Glibc
 import Synchronization
 
 /// What the server decided for a client's PSK identity, before the handshake completes.
@@ -186,7 +188,7 @@ struct AuthenticatedPeer: @unchecked Sendable {
 
 /// An observer several threads may call: one event at a time, in the order they come.
 final class SerializedObserver: @unchecked Sendable {
-    private let lock = NSLock()
+    private let lock = ThreadLock()
     private let observer: SyncObserver
     init(_ observer: @escaping SyncObserver) { self.observer = observer }
     func send(_ e: SyncEvent) {
@@ -206,7 +208,7 @@ final class ServerGate: @unchecked Sendable {
     let slot = SessionSlot()
     let handoff = SessionHandoff<AuthenticatedPeer>()
     private let reader: Store
-    private let readerLock = NSLock()
+    private let readerLock = ThreadLock()
     private let clock: SyncClock
     private let observer: SyncObserver?
 
@@ -241,7 +243,7 @@ final class ServerGate: @unchecked Sendable {
     func startAccepting(_ listener: TCPSocket) -> Acceptor {
         let acceptor = Acceptor()
         let box = Owned(listener)
-        Thread.detachNewThread { [self] in
+        Threads.detach { [self] in
             acceptLoop(box.value, acceptor)
             acceptor.finish()
         }
@@ -269,7 +271,7 @@ final class ServerGate: @unchecked Sendable {
     private func admit(_ sock: TCPSocket) {
         let (entry, _) = pool.admit(fd: sock.fd)
         let box = Owned(sock)
-        Thread.detachNewThread { [self] in
+        Threads.detach { [self] in
             greet(box.value, entry)
         }
     }

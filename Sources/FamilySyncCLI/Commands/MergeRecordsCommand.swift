@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 import FamilySync
 
 public enum MergeRecordsCommand {
@@ -264,7 +265,7 @@ public enum MergeRecordsCommand {
             throw ToolError.usage("--cursor: \(path) \(OutputFile.describe(st.st_mode & S_IFMT)), not a regular file; \(cursorMustBeAFile)")
         }
         guard let data = FileManager.default.contents(atPath: path) else { throw ToolError.io("\(path): cannot read") }
-        let text = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        let text = String(decoding: data, as: UTF8.self).trimmingWhiteSpace(newlines: true)
         guard let n = Int64(text), n >= 0 else { throw ToolError.data("\(path):1: cursor: not a change number") }
         return n
     }

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 import FamilySync
 
 /// `merge-records --diff A B`: why two devices disagree. A and B are each a
@@ -46,9 +47,12 @@ enum RecordDiff {
 
     /// A store begins with SQLite's 16-byte header.
     static func isStore(_ path: String) -> Bool {
-        guard path != "-", let h = FileHandle(forReadingAtPath: path) else { return false }
-        defer { try? h.close() }
-        return (try? h.read(upToCount: 16)) == Data("SQLite format 3\u{0}".utf8)
+        guard path != "-" else { return false }
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return false }
+        defer { close(fd) }
+        var header = [UInt8](repeating: 0, count: 16)
+        return read(fd, &header, 16) == 16 && header == Array("SQLite format 3\u{0}".utf8)
     }
 
     static func run(_ ctx: ToolContext, a: String, b: String) throws -> ExitStatus {

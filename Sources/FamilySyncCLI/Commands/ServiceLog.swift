@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 import FamilySync
 
 /// What `peer-sync serve` says on standard error when it is not a terminal
@@ -8,7 +9,7 @@ import FamilySync
 final class ServiceLog: @unchecked Sendable {
     private let name: String
     let enabled: Bool
-    private let lock = NSLock()
+    private let lock = ThreadLock()
     /// Where the running session's peer connected from.
     private var from: String?
 
@@ -21,7 +22,7 @@ final class ServiceLog: @unchecked Sendable {
         guard enabled else { return }
         lock.lock()
         defer { lock.unlock() }
-        FileHandle.standardError.write(Data("\(name): \(message)\n".utf8))
+        StandardStreams.writeError("\(name): \(message)\n")
     }
 
     func event(_ e: SyncEvent) {
@@ -46,7 +47,7 @@ final class ServiceLog: @unchecked Sendable {
     func session(_ result: Result<SyncSummary, any Error>) {
         defer { from = nil }
         guard case let .success(s) = result else { return }
-        let seconds = String(format: "%.1f", Double(s.durationMilliseconds) / 1000)
+        let seconds = String(cFormat: "%.1f", Double(s.durationMilliseconds) / 1000)
         line("session with \(SyncProgressView.label(s.peer, name: s.peerName, full: true))\(from.map { " at \($0)" } ?? "")\(s.joined ? " (joined)" : ""): records \(s.recordsSent) sent, \(s.recordsReceived) received; "
              + "photos \(s.photosSent) sent, \(s.photosReceived) received; \(s.bytesSent + s.bytesReceived) bytes in \(seconds) s")
     }

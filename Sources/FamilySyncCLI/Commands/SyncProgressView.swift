@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 import FamilySync
 
 /// peer-sync's terminal display: one progress line in words, redrawn from the
@@ -144,9 +145,9 @@ final class SyncProgressView {
     static func size(_ b: Int64) -> String {
         let d = Double(b)
         if d < 1000 { return "\(b) B" }
-        if d < 1e6 { return String(format: "%.1f kB", d / 1e3) }
-        if d < 1e9 { return String(format: "%.1f MB", d / 1e6) }
-        return String(format: "%.2f GB", d / 1e9)
+        if d < 1e6 { return String(cFormat: "%.1f kB", d / 1e3) }
+        if d < 1e9 { return String(cFormat: "%.1f MB", d / 1e6) }
+        return String(cFormat: "%.2f GB", d / 1e9)
     }
 
     /// "4 s", "2 min 5 s", "1 h 3 min".

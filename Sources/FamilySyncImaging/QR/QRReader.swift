@@ -1,5 +1,7 @@
 import FamilySync
-import Foundation
+import FoundationEssentials
+import Dispatch
+import Glibc
 
 /// Finds QR codes in a photo: two engines, ZXing-C++ and zbar, run on a
 /// ladder of preprocessed versions of the image in order of usefulness for
@@ -149,7 +151,7 @@ public struct QRReader: Sendable {
     /// codes of steps 0...k satisfy the caller, no step after k starts, and
     /// the result is those steps' codes (so it does not depend on timing).
     final class LadderState: @unchecked Sendable {
-        private let lock = NSLock()
+        private let lock = ThreadLock()
         private var nextIndex = 0
         private var found: [Int: [ScannedCode]] = [:]
         private var accepted: Int?
@@ -211,7 +213,7 @@ public struct QRReader: Sendable {
         let base: GrayImage
         private var cache: [String: GrayImage] = [:]
         private var making: Set<String> = []
-        private let ready = NSCondition()
+        private let ready = ThreadCondition()
 
         init(base: GrayImage) { self.base = base }
 
@@ -252,7 +254,7 @@ public struct QRReader: Sendable {
             finderLikeValue = v
             return v
         }
-        private let finderLike = NSLock()
+        private let finderLike = ThreadLock()
         private var finderLikeValue: Bool?
 
         func normalizedFine(_ r: Int) -> GrayImage { cached("normalized-fine") { $0.base.locallyNormalized(radius: r) } }

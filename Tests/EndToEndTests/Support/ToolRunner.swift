@@ -11,17 +11,41 @@ struct ToolResult {
 }
 
 enum Tools {
-    /// The folder holding the built tools: $FAMILY_SYNC_BIN, else the folder of the test bundle.
+    /// The folder holding the six tools: $FAMILY_SYNC_BIN (the package's
+    /// usr/bin when `make test` runs the suite), else the build folder above
+    /// the test bundle; where a folder holds the two binaries the tools are
+    /// links to but not the links, they are made in its `tools` folder.
     static let binDir: String = {
-        if let b = ProcessInfo.processInfo.environment["FAMILY_SYNC_BIN"], !b.isEmpty { return b }
+        if let b = ProcessInfo.processInfo.environment["FAMILY_SYNC_BIN"], !b.isEmpty { return linkedTools(b) }
         var url = URL(fileURLWithPath: (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0])
         // .build/debug/family-syncPackageTests.xctest → .build/debug
         while url.path != "/" {
             url.deleteLastPathComponent()
-            if FileManager.default.isExecutableFile(atPath: url.appendingPathComponent("merge-records").path) { return url.path }
+            if FileManager.default.isExecutableFile(atPath: url.appendingPathComponent("family-sync").path) { return linkedTools(url.path) }
         }
         return ".build/debug"
     }()
+
+    /// Each tool and the binary that carries it (Sources/family-sync, Sources/family-sync-qr).
+    static let carriers = ["jws-verify": "family-sync", "merge-records": "family-sync", "peer-sync": "family-sync",
+                           "tombstone-gc": "family-sync", "pair-qr": "family-sync-qr", "pair-scan": "family-sync-qr"]
+
+    /// `dir` when it holds the tools as links (an installed tree); else, when
+    /// it holds the binaries, `dir/tools`, with a link named after each tool
+    /// to its binary in `dir`, as `make install` lays them out. (A build
+    /// folder may still hold tool binaries of an older layout: never those.)
+    private static func linkedTools(_ dir: String) -> String {
+        let fm = FileManager.default
+        let installed = (try? fm.destinationOfSymbolicLink(atPath: dir + "/merge-records")) != nil
+        guard !installed, fm.isExecutableFile(atPath: dir + "/family-sync") else { return dir }
+        let links = dir + "/tools"
+        try? fm.createDirectory(atPath: links, withIntermediateDirectories: true)
+        for (tool, binary) in carriers where (try? fm.destinationOfSymbolicLink(atPath: links + "/" + tool)) != "../" + binary {
+            try? fm.removeItem(atPath: links + "/" + tool)
+            try? fm.createSymbolicLink(atPath: links + "/" + tool, withDestinationPath: "../" + binary)
+        }
+        return links
+    }
 
     /// A built tool by name, or any program by absolute path.
     static func path(_ tool: String) -> String { tool.hasPrefix("/") ? tool : binDir + "/" + tool }

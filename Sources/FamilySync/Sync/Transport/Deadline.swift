@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// A point on the monotonic clock by which something must have happened.
 public struct Deadline: Sendable, Comparable {

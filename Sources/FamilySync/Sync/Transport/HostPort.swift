@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// A host and port as written on the command line and in pairing offers:
 /// `HOST:PORT`, where HOST is a host name, an IPv4 address, a bracketless

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// A failed socket call: the call, the address it concerned and errno, read
 /// at once so nothing in between can overwrite it.

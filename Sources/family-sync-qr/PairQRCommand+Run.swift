@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 import FamilySync
 import FamilySyncCLI
 import FamilySyncImaging
@@ -104,7 +105,7 @@ extension PairQRCommand {
         }
         guard let output else { return "terminal" }
         if output == "-" { throw ToolError.usage("-o -: standard output carries the offer JSON; name a file") }
-        switch (output as NSString).pathExtension.lowercased() {
+        switch PathText.fileExtension(output).lowercased() {
         case "svg": return "svg"
         case "txt", "text": return "text"
         case "png", "": return "png"

@@ -1,3 +1,0 @@
-import FamilySyncCLI
-
-Tool.main(JWSVerifyCommand.spec, JWSVerifyCommand.run)

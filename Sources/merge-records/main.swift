@@ -1,3 +1,0 @@
-import FamilySyncCLI
-
-Tool.main(MergeRecordsCommand.spec, MergeRecordsCommand.run)

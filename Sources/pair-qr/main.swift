@@ -1,3 +1,0 @@
-import FamilySyncCLI
-
-Tool.main(PairQRCommand.spec, PairQRCommand.run)

@@ -1,3 +1,0 @@
-import FamilySyncCLI
-
-Tool.main(PairScanCommand.spec, PairScanCommand.run)

@@ -1,3 +1,0 @@
-import FamilySyncCLI
-
-Tool.main(PeerSyncCommand.spec, PeerSyncCommand.run)

@@ -1,3 +1,0 @@
-import FamilySyncCLI
-
-Tool.main(TombstoneGCCommand.spec, TombstoneGCCommand.run)
