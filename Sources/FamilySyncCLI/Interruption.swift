@@ -1,5 +1,6 @@
 import FamilySync
-import Foundation
+import FoundationEssentials
+import Glibc
 import Synchronization
 
 /// SIGINT and SIGTERM end every tool the same way: exit status 128 + the
@@ -60,8 +61,8 @@ public enum Interruption {
             }
             Interruption.writeLineAndExit(sig)
         }
-        Foundation.signal(SIGINT, handler)
-        Foundation.signal(SIGTERM, handler)
+        Glibc.signal(SIGINT, handler)
+        Glibc.signal(SIGTERM, handler)
         var set = sigset_t()
         sigemptyset(&set)
         sigaddset(&set, SIGINT)

@@ -25,7 +25,7 @@ struct PairScanJapaneseTests {
     /// A PNG of `input` made by `qrencode FLAG`.
     static func code(_ input: Data, flag: String, in d: TempDir, _ name: String) throws -> String {
         let src = d.file(name + ".in"), png = d.file(name + ".png")
-        FileManager.default.createFile(atPath: src, contents: input)
+        _ = FileManager.default.createFile(atPath: src, contents: input)
         let r = try Tools.run(qrencode, [flag, "-s", "4", "-r", src, "-o", png])
         guard r.status == 0 else { throw HarnessError("qrencode \(flag): \(r.err)") }
         return png

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// When a write is on disk (docs/design.md, "Durability"): every commit
 /// outside a sync session is durable when it returns (`synchronous = FULL`,

@@ -169,7 +169,7 @@ public final class Store {
             var d = dir
             while !d.isEmpty, d != "/", !FileManager.default.fileExists(atPath: d) {
                 made.insert(d, at: 0)
-                d = (d as NSString).deletingLastPathComponent
+                d = PathText.directory(d)
             }
             do {
                 try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])

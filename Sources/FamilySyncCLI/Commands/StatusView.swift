@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 import FamilySync
 
 /// The readable forms of `peer-sync status` and `pair-qr --list`, for a
@@ -6,6 +7,11 @@ import FamilySync
 /// --json), as git status and --porcelain. Both are drawn from the same
 /// JSON value, so the two never say different things.
 public enum StatusView {
+    /// `text` followed by spaces to `width` characters (cut to it when longer), for aligned columns.
+    static func padded(_ text: String, to width: Int) -> String {
+        text.count >= width ? String(text.prefix(width)) : text + String(repeating: " ", count: width - text.count)
+    }
+
     /// Whether to print JSON: asked for, or stdout is not a terminal.
     public static func wantsJSON(_ ctx: ToolContext, flag: some OptionName) -> Bool {
         ctx.args.flag(flag) || isatty(1) != 1
@@ -38,7 +44,7 @@ public enum StatusView {
                 state = "never synced"
             }
             let role = d["role"]?.stringValue ?? ""
-            out.append("  \(d["device"]?.stringValue ?? "")  \(name.padding(toLength: nameWidth, withPad: " ", startingAt: 0))  \(role.padding(toLength: 6, withPad: " ", startingAt: 0))  \(state)")
+            out.append("  \(d["device"]?.stringValue ?? "")  \(StatusView.padded(name, to: nameWidth))  \(StatusView.padded(role, to: 6))  \(state)")
         }
         out.append("proof: " + proof(v["proof"]))
         let photos = v["photos"]
@@ -58,7 +64,7 @@ public enum StatusView {
         guard let p else { return "unknown" }
         if p["entitled"]?.boolValue == true {
             let until = p["until"]?.stringValue.map { "until \($0)" } ?? "with no end"
-            let source = p["source"]?.stringValue.map { $0 == "local" ? "this device's purchase" : "from \($0.replacingOccurrences(of: "peer:", with: ""))" } ?? ""
+            let source = p["source"]?.stringValue.map { $0 == "local" ? "this device's purchase" : "from \($0.replacing("peer:", with: ""))" } ?? ""
             return "premium \(until)\(source.isEmpty ? "" : " (\(source))")"
         }
         let reason = p["reason"]?.stringValue ?? "no-proof"

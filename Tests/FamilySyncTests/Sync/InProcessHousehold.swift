@@ -106,7 +106,8 @@ final class InProcessHousehold {
         let result = Locked<Result<SyncSummary, any Error>?>(nil)
         let (ownerClock, memberClock) = (clock(owner), clock(m))
         nonisolated(unsafe) let l = listener
-        nonisolated(unsafe) let (ownerStore, ownerFam, v) = (o, fam, verifier)
+        nonisolated(unsafe) let (ownerStore, v) = (o, verifier)
+        let ownerFam = fam
         let ownerID = owner.id, memberID = m.id
         let serverKey = key
         let t = Thread {
