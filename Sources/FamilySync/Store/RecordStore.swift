@@ -23,6 +23,9 @@ public struct ApplySummary: Sendable, Equatable {
     /// Rows replaced whose previous change number lay in the watched range
     /// (a session's records not yet sent, docs/protocol.md §7.2).
     public var displaced: [Int64] = []
+    /// Rows whose copy the owner kept against its member's later-dated same edit:
+    /// they go back to the member (docs/protocol.md §7.4).
+    public var ownCopiesKept: [Int64] = []
     /// Tombstones that replaced a live version.
     public var deleted = 0
     public init() {}
@@ -78,13 +81,15 @@ extension Store {
     /// record lines in the bytes at `base` (a session's RECORDS batch, read
     /// once by the session and not parsed again here).
     /// `bound`: the session's clamp (SyncSession, docs/protocol.md §7.4);
-    /// `adoptOwnerCopiesOf`: a member's device ID, when the owner sends.
+    /// `adoptOwnerCopiesOf`: a member's device ID, when the owner sends;
+    /// `keepOwnCopiesOf`: the member's, when the owner receives.
     func applyRemoteInTransaction(_ base: UnsafePointer<UInt8>, _ scans: [RecordScan], now: Timestamp, watching: ClosedRange<Int64>?,
-                                  bound: Int64, adoptOwnerCopiesOf: [UInt8]?) throws -> ApplySummary {
+                                  bound: Int64, adoptOwnerCopiesOf: [UInt8]?, keepOwnCopiesOf: [UInt8]? = nil) throws -> ApplySummary {
         try applying(now: now, stamping: false, watching: watching) { applier in
             applier.receiveBound = bound
             applier.pullBackStopsAtHeld = true
             applier.adoptOwnerCopiesOf = adoptOwnerCopiesOf
+            applier.keepOwnCopiesOf = keepOwnCopiesOf
             for scan in scans { try applier.apply(base, scan, explain: nil) }
         }
     }
@@ -284,6 +289,9 @@ final class RecordApplier {
     /// owner's clock, replaces the one held (the owner's copy is the one
     /// every other device holds).
     var adoptOwnerCopiesOf: [UInt8]?
+    /// The member's device ID, when the owner applies that member's versions:
+    /// the owner's copy of one of them stands against the same edit later-dated.
+    var keepOwnCopiesOf: [UInt8]?
     /// What this store purged (PurgeRecords.swift): versions of ids not held
     /// that a purge covers are not taken. Loaded on first need.
     private var evidence: PurgeEvidence?
@@ -485,12 +493,22 @@ final class RecordApplier {
                     let incomingDevice = UnsafeBufferPointer(start: dp, count: dn)
                     var d = LWW.decide(localTime: Timestamp(milliseconds: heldTime), localDeleted: heldDeleted, localDevice: heldDevice,
                                        remoteTime: Timestamp(milliseconds: time), remoteDeleted: deleted, remoteDevice: incomingDevice)
+                    // The owner's copy of a member's version stands, on both sides: a member takes it
+                    // in place of its own (the owner pulled it back), and the owner keeps it when the
+                    // member sends the same edit again later-dated (a store restored from a copy taken
+                    // before the edit first went out).
+                    func sameEdit() -> Bool {
+                        guard let lp = sqlite3_column_blob(select.stmt, 6) else { return false }
+                        return RecordContent.same(held: Array(UnsafeRawBufferPointer(start: lp, count: Int(sqlite3_column_bytes(select.stmt, 6)))),
+                                                  incoming: UnsafeRawBufferPointer(start: base + r.start, count: r.end - r.start))
+                    }
                     if !d.takeRemote, time < heldTime, let mine = adoptOwnerCopiesOf,
-                       heldDevice.elementsEqual(mine), incomingDevice.elementsEqual(mine),
-                       let lp = sqlite3_column_blob(select.stmt, 6),
-                       RecordContent.same(held: Array(UnsafeRawBufferPointer(start: lp, count: Int(sqlite3_column_bytes(select.stmt, 6)))),
-                                          incoming: UnsafeRawBufferPointer(start: base + r.start, count: r.end - r.start)) {
+                       heldDevice.elementsEqual(mine), incomingDevice.elementsEqual(mine), sameEdit() {
                         d = LWW.Decision(takeRemote: true, rule: .ownerCopy)
+                    } else if d.takeRemote, time > heldTime, let member = keepOwnCopiesOf,
+                              heldDevice.elementsEqual(member), incomingDevice.elementsEqual(member), sameEdit() {
+                        d = LWW.Decision(takeRemote: false, rule: .ownerCopy)
+                        summary.ownCopiesKept.append(rid)
                     }
                     return d
                 }
@@ -521,6 +539,11 @@ final class RecordApplier {
             }
             guard decision.takeRemote else {
                 if decision.rule == .sameVersion { summary.unchanged += 1 } else { summary.keptLocal += 1 }
+                if decision.rule == .ownerCopy {
+                    // A new change number, so the copy kept goes back to the member whatever this session still sends.
+                    seq += 1
+                    try db.run("UPDATE records SET seq = ? WHERE rid = ?", [.int(seq), .int(rid)])
+                }
                 return
             }
             if photoCount > 0 {

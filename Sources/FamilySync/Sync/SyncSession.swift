@@ -636,12 +636,19 @@ final class SyncSession {
                 start = end + 1
             }
             let adopt: [UInt8]? = family.role == .member && peer.device == family.ownerDevice ? Array(me.utf8) : nil
+            let keep: [UInt8]? = family.role == .owner ? Array(peer.device.utf8) : nil
             let s = try store.write {
-                try store.applyRemoteInTransaction(base, scans, now: now, watching: watching, bound: receiveBound, adoptOwnerCopiesOf: adopt)
+                try store.applyRemoteInTransaction(base, scans, now: now, watching: watching, bound: receiveBound,
+                                                   adoptOwnerCopiesOf: adopt, keepOwnCopiesOf: keep)
             }
             return (s, scans.count)
         }
         displaced += s.displaced
+        // The member holds a later-dated copy of these: ours go back to it, in this session.
+        if !s.ownCopiesKept.isEmpty {
+            displaced += s.ownCopiesKept
+            peerLacksOurCopies = true
+        }
         summary.recordsPurged += Int64(s.purged)
         summary.recordsClampedIn += Int64(s.clamped)
         // A version pulled back here differs from the peer's: the peer does not hold our copy yet.

@@ -163,6 +163,11 @@ import Testing
             }
             try observe()
             try checkNoResurrection()
+            if ProcessInfo.processInfo.environment["FAMILY_SYNC_TRACE"] != nil {
+                var line = "step \(step) [\(log.last ?? "")] offsets " + h.all.map { "\($0.path.suffix(7)):\($0.offset)" }.joined(separator: ",")
+                for d in h.all { if let r = try InProcessHousehold.rows(d.path)["p-4"] { line += " | \(d.path.suffix(7)) \(r.time) \(r.device.prefix(4)) prev \(try Store(path: d.path).db.scalarInt("SELECT prev_at FROM records WHERE id = 'p-4'").map { "\($0)" } ?? "nil")" } }
+                print(line + " ids " + h.all.map { "\($0.path.suffix(7))=\($0.id.prefix(4))" }.joined(separator: ","))
+            }
         }
 
         // The final rounds: everyone current syncs with the owner, twice.

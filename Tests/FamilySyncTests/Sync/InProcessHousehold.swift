@@ -40,7 +40,7 @@ final class InProcessHousehold {
         let o = try Store(path: dir + "/owner.db")
         _ = try o.write { try o.createFamily(now: start.adding(ownerOffset)) }
         owner = Device(path: o.path, isOwner: true, offset: ownerOffset, id: try o.deviceID)
-        for i in 0..<count { members.append(try admit(name: "m\(i)")) }
+        for i in 0..<count { _ = try admit(name: "m\(i)") }
     }
 
     deinit { try? FileManager.default.removeItem(atPath: dir) }

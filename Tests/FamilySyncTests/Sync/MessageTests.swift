@@ -20,11 +20,15 @@ import Testing
 
     @Test(arguments: [
         ("\"protocol\":3", "\"protocol\":1", "the peer speaks family-sync protocol version 1, this device version 3; update family-sync on the peer"),
-        ("\"protocol\":3", "\"protocol\":\"1\"", "HELLO field 'protocol': not a whole number from 1 to 1048576"),
+        ("\"protocol\":3", "\"protocol\":\"1\"", "HELLO field 'protocol': not a whole number from 1 to 1048576, written without fraction or exponent"),
         ("\"device\":\"\(dev)\"", "\"device\":\"me\"", "HELLO field 'device': not an upper-case UUID"),
         ("\"role\":\"member\"", "\"role\":\"admin\"", "HELLO field 'role': not 'owner' or 'member'"),
         ("\"clock\":\"2026-11-30T10:00:00.000Z\"", "\"clock\":\"soon\"", "HELLO field 'clock': not an RFC 3339 time"),
-        ("\"after\":17", "\"after\":-1", "HELLO field 'after': not a whole number from 0 to 9223372036854775807"),
+        ("\"after\":17", "\"after\":-1", "HELLO field 'after': not a whole number from 0 to 9223372036854775807, written without fraction or exponent"),
+        // An integer is digits only: a fraction or an exponent is not one, whatever its value.
+        ("\"after\":17", "\"after\":17.0", "HELLO field 'after': not a whole number from 0 to 9223372036854775807, written without fraction or exponent"),
+        ("\"after\":17", "\"after\":0e0", "HELLO field 'after': not a whole number from 0 to 9223372036854775807, written without fraction or exponent"),
+        ("\"after\":17", "\"after\":0E+0", "HELLO field 'after': not a whole number from 0 to 9223372036854775807, written without fraction or exponent"),
         (",\"epoch\":2", "", "HELLO field 'epoch': missing"),
     ])
     func helloFieldsAreChecked(from: String, to: String, message: String) {
