@@ -218,10 +218,10 @@ final class SyncSession {
         let arrived = clock.now()
         summary.clockSkewMilliseconds = h.clock.milliseconds - arrived.milliseconds
         if family.role == .owner {
-            // The owner's clock is the family's: it bounds both sides' own versions.
-            let limit = LWW.bound(clock: myClock)
-            ownBound = OwnVersionBound(limit: limit)
-            receiveBound = limit
+            // The owner's clock is the family's: it bounds what members make. The owner's own
+            // edits were stamped by that clock and go out as they are, so a copy of the owner's
+            // store restored from a backup sends the very versions its members hold.
+            receiveBound = LWW.bound(clock: myClock)
         } else if h.role == .owner {
             // A member reads the family's clock off the owner's HELLO, and stamps by it from now on.
             try store.write { try store.setFamilyClockOffset(ownerClock: h.clock, localClock: arrived) }

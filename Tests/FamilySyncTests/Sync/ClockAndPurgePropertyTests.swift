@@ -106,7 +106,13 @@ import Testing
                 }
             case 6...10:
                 if let m = live.randomElement(using: &rng) {
-                    try h.sync(m)
+                    do { try h.sync(m) } catch let e as SyncError where e.kind == .revokedByRoster {
+                        // The owner's store was restored and took back, from a member, a statement that revokes
+                        // this device again (docs/protocol.md §4.6: a revocation stays): it is out.
+                        revoked.insert(m.id)
+                        log.append("sync \(m.path.suffix(9)): revoked by the roster")
+                        break
+                    }
                     restoredSinceSync.remove(m.path)
                     restoredSinceSync.remove(h.owner.path)
                     log.append("sync \(m.path.suffix(9))")
@@ -171,7 +177,11 @@ import Testing
         }
 
         // The final rounds: everyone current syncs with the owner, twice.
-        for _ in 0..<2 { for m in current() { try h.sync(m) } }
+        for _ in 0..<2 {
+            for m in current() {
+                do { try h.sync(m) } catch let e as SyncError where e.kind == .revokedByRoster { revoked.insert(m.id) }
+            }
+        }
         restoredSinceSync = []
         try checkNoResurrection()
         let stores = [h.owner] + current()

@@ -128,14 +128,18 @@ final class InProcessHousehold {
         let sock = try TCPSocket.connect(to: HostPort(host: "127.0.0.1", port: port), timeout: .seconds(10))
         let conn = try TLSConnection(client: sock, context: try TLSContext(role: .client), identity: identity, key: key)
         try conn.handshake(deadline: Deadline(after: .seconds(20)))
-        let client = try SyncSession(store: s, family: mfam, me: m.id,
-                                     peer: SessionPeer(device: owner.id, address: nil, side: .client, joined: false),
-                                     channel: FrameChannel(conn), options: SyncOptions(), clock: SyncClock(base: memberClock),
-                                     observer: nil, verifier: verifier).run()
+        let client = Result {
+            try SyncSession(store: s, family: mfam, me: m.id,
+                            peer: SessionPeer(device: owner.id, address: nil, side: .client, joined: false),
+                            channel: FrameChannel(conn), options: SyncOptions(), clock: SyncClock(base: memberClock),
+                            observer: nil, verifier: verifier).run()
+        }
+        // The member's side may end first (a roster that revokes it): its end closes the connection, and the owner's side ends too.
+        if case .failure = client { sock.close() }
         while result.withLock({ $0 == nil }) { usleep(500) }
         listener.close()
-        let server = try result.withLock { $0! }.get()
-        return (client, server)
+        let server = result.withLock { $0! }
+        return (try client.get(), try server.get())
     }
 
     /// Every row of a store: id → (modifiedAt, deleted, deviceId).
