@@ -142,13 +142,13 @@ final class InProcessHousehold {
         return (try client.get(), try server.get())
     }
 
-    /// Every row of a store: id → (modifiedAt, deleted, deviceId).
-    static func rows(_ path: String) throws -> [String: (time: Int64, deleted: Bool, device: String)] {
+    /// Every row of a store: id → (modifiedAt, deleted, deviceId, line).
+    static func rows(_ path: String) throws -> [String: (time: Int64, deleted: Bool, device: String, line: String)] {
         let s = try Store(path: path)
-        let st = try s.db.prepare("SELECT id, modified_at, deleted, device_id FROM records")
+        let st = try s.db.prepare("SELECT id, modified_at, deleted, device_id, line FROM records")
         defer { st.reset() }
-        var out: [String: (Int64, Bool, String)] = [:]
-        while try st.step() { out[st.text(0)] = (st.int64(1), st.int64(2) == 1, st.text(3)) }
+        var out: [String: (Int64, Bool, String, String)] = [:]
+        while try st.step() { out[st.text(0)] = (st.int64(1), st.int64(2) == 1, st.text(3), st.text(4)) }
         return out
     }
 
