@@ -278,7 +278,7 @@ extension Store {
     /// Member: a revoked store about to be admitted again (a new offer
     /// redeemed). It starts over as a member: no revocation, no cursors (its
     /// first session sends and takes everything, merged by last-writer-wins,
-    /// with the owner's purge floor applied), no acknowledgements. Call inside
+    /// with the owner's purge records applied), no acknowledgements. Call inside
     /// `write`, with the transaction that stores the new keys.
     func prepareRejoin() throws {
         try clearSelfRevocationInTransaction()

@@ -335,7 +335,7 @@ final class SyncSession {
 
     /// Applies the peer's FAMILY. The owner takes nothing from a member's
     /// roster; a member takes the roster only as the owner signed it, and
-    /// the family key, policy, acknowledgements and purge floor only from the owner.
+    /// the family key, policy and acknowledgements only from the owner.
     private func apply(_ m: FamilyMessage, from h: HelloMessage) throws {
         guard m.owner == family.ownerDevice else { throw ProtocolError("FAMILY names owner \(m.owner), not \(family.ownerDevice)") }
         let fromOwner = h.device == family.ownerDevice
