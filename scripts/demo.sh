@@ -74,19 +74,18 @@ say "...and once the subscription lapses, the member drops to free by itself (ex
 step "jws-verify --db kid.db --now <in 40 days>"
 jws-verify --db kid.db --now "$(date -u -d '+40 days' +%Y-%m-%dT%H:%M:%SZ)" || echo "(exit $?)"
 
-say "A delete is a tombstone that travels; tombstone-gc purges it once old and heard by every device"
+say "A delete is a tombstone that travels; only the owner's tombstone-gc purges it, once every device has it and the owner has held it 90 days"
 echo '{"id":"r-2","type":"receipt","deleted":true}' > kid-delete.ndjson
 run merge-records --db kid.db --stamp "< kid-delete.ndjson"
 run peer-sync connect --db kid.db --quiet
 run tombstone-gc --db kid.db --dry-run --verbose
-say "In 91 days the delete is old enough, but purged is 0 and heldBackBy names the owner: the owner's device holds the delete, yet the member learns that every device has it only at its next contact with the owner"
+say "On a member, tombstone-gc purges nothing by itself: the owner decides, so no member and no clock can make a store forget"
 later=$(date -u -d '+91 days' +%Y-%m-%dT%H:%M:%SZ)
-step "tombstone-gc --db kid.db --now <in 91 days>"
-tombstone-gc --db kid.db --now "$later"
-say "After that contact the owner has said every device holds it: now it goes"
+say "In 91 days by the owner's clock the delete goes from the owner's store, and a 16-byte record of the purge stays"
+step "tombstone-gc --db owner.db --now <in 91 days>"
+tombstone-gc --db owner.db --now "$later"
+say "At its next contact the member drops it too (records.purged), by the owner's signed purge record"
 run peer-sync connect --db kid.db --quiet
-step "tombstone-gc --db kid.db --now <in 91 days>"
-tombstone-gc --db kid.db --now "$later"
 
 say "The owner revokes the member's device: the family key moves on, its place is freed"
 kid_id=$(peer-sync status --db kid.db | python3 -c 'import json, sys; print(json.load(sys.stdin)["device"])')

@@ -12,9 +12,10 @@ import Testing
         let r = try Tools.run("/bin/bash", [Self.root + "/scripts/demo.sh", Tools.binDir], env: ["TERM": "xterm-256color"], timeout: 300)
         #expect(r.status == 0, "\(r.err)")
         #expect(r.out.contains("# Done."), "\(r.out)")
-        // The tombstone step says why nothing goes at first, and shows it going after the next contact.
-        #expect(r.out.contains("purged is 0 and heldBackBy names the owner"), "\(r.out)")
+        // The tombstone step says who decides, shows the owner purging, and the member dropping it at its next contact.
+        #expect(r.out.contains("On a member, tombstone-gc purges nothing by itself"), "\(r.out)")
         #expect(r.out.contains("{\"purged\":1,"), "\(r.out)")
+        #expect(r.out.contains("\"purgeRecords\":{\"sent\":0,\"received\":1}"), "\(r.out)")
         #expect(!r.stdout.contains(0x1B), "an escape in the piped transcript")
         #expect(!r.stderr.contains(0x1B), "an escape on the piped standard error")
     }

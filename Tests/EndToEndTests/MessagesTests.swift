@@ -19,7 +19,8 @@ import FamilySync
             // folder only root can enter (/root/src, a mktemp folder).
             let copy = dir.file(tool)
             try? FileManager.default.removeItem(atPath: copy)
-            try FileManager.default.copyItem(atPath: Tools.path(tool), toPath: copy)
+            // The binary itself under the tool's name (the tools are links to a multi-call binary that reads its name).
+            try FileManager.default.copyItem(atPath: URL(fileURLWithPath: Tools.path(tool)).resolvingSymlinksInPath().path, toPath: copy)
             chmod(copy, 0o755)
             return try Tools.run("/usr/bin/setpriv", ["--reuid=65534", "--regid=65534", "--clear-groups", copy] + args,
                                  stdin: Data(input.utf8))

@@ -79,6 +79,8 @@ final class SyncSession {
     /// the owner pulls a member's versions back to if they come later (never
     /// below what it holds); a member takes the owner's versions as they are.
     private var ownBound: OwnVersionBound?
+    /// A member: the owner's HELLO clock and this device's when it arrived (FamilyClock.swift).
+    private var ownerClockReading: (owner: Timestamp, local: Timestamp)?
     private var receiveBound = Int64.max
     // Records in.
     private var peerRecordsEnded = false
@@ -223,8 +225,8 @@ final class SyncSession {
             // store restored from a backup sends the very versions its members hold.
             receiveBound = LWW.bound(clock: myClock)
         } else if h.role == .owner {
-            // A member reads the family's clock off the owner's HELLO, and stamps by it from now on.
-            try store.write { try store.setFamilyClockOffset(ownerClock: h.clock, localClock: arrived) }
+            // A member reads the family's clock off the owner's HELLO, and stamps by it once the session completes.
+            ownerClockReading = (h.clock, arrived)
             ownBound = OwnVersionBound(limit: LWW.bound(clock: h.clock))
         } else {
             // Between members: each bounds its own versions, and what it takes, by its reading of the family's clock.
@@ -685,6 +687,7 @@ final class SyncSession {
                 try store.recordAcknowledgementPoint(member: peer.device, peerSeq: theirs.upTo, ownSeq: try store.currentChangeSeq)
             }
             if let a = pendingAcknowledgement { try store.setFamilyAcknowledgement(acked: a.acked, waitingFor: a.waitingFor) }
+            if let r = ownerClockReading { try store.setFamilyClockOffset(ownerClock: r.owner, localClock: r.local) }
         }
         // Durability: the session is reported synced only with its cursors on disk.
         try store.makeDurable()
