@@ -17,17 +17,6 @@ import Testing
 /// A failure prints its seed and the schedule's last steps;
 /// `FAMILY_SYNC_SCHEDULES=N` runs N schedules instead of the default.
 @Suite struct ClockAndPurgePropertyTests {
-    struct Seeded: RandomNumberGenerator {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-    }
-
     static var scheduleCount: Int { Int(ProcessInfo.processInfo.environment["FAMILY_SYNC_SCHEDULES"] ?? "") ?? 1000 }
     static let year: Int64 = 365
 
@@ -42,7 +31,7 @@ import Testing
     /// and content alike (a pull-back can give a later edit the time of an earlier one).
     static func version(_ r: (time: Int64, deleted: Bool, device: String, line: String)) -> String { r.line }
 
-    static func randomOffset(_ rng: inout Seeded) -> TimeSpan {
+    static func randomOffset(_ rng: inout SplitMix64) -> TimeSpan {
         // Most devices are right; some are off by minutes, some by up to a year either way.
         switch Int.random(in: 0..<4, using: &rng) {
         case 0: return .seconds(0)
@@ -52,7 +41,7 @@ import Testing
     }
 
     static func run(seed: UInt64) throws {
-        var rng = Seeded(state: seed)
+        var rng = SplitMix64(seed: seed)
         let start = Timestamp(rfc3339: "2026-01-01T00:00:00.000Z")!
         let h = try InProcessHousehold(members: Int.random(in: 1...3, using: &rng), start: start, ownerOffset: randomOffset(&rng))
         for m in h.members { m.offset = randomOffset(&rng) }
