@@ -97,7 +97,7 @@ extension ToolError {
         if e.isBusy { return .tempFail }
         if e.isUnreachable { return .unavailable }
         switch e.kind {
-        case .protocolViolation, .peerReportedError, .wrongFamily: return .dataError
+        case .protocolViolation, .peerReportedError, .wrongFamily, .transportGarbage: return .dataError
         case .refused, .refusedRevoked, .unknownToOwner, .keyNotAccepted, .revoked, .revokedByRoster, .notAMember, .ownerKeyDiffers: return .noPermission
         case .noOtherDevice, .notLocalAddress: return .usage
         case .acceptFailed, .storeFailed: return .ioError

@@ -44,17 +44,23 @@ public struct TLSError: Error, CustomStringConvertible, Sendable {
     public var peerRejectedKey: Bool {
         reasons.contains(SSL_R_SSLV3_ALERT_ILLEGAL_PARAMETER) || reasons.contains(SSL_R_TLSV1_ALERT_DECRYPT_ERROR)
     }
+    /// The peer's side ended (end of file, or a reset) before the handshake
+    /// completed: nothing that is not TLS arrived, only nothing more.
+    public var endOfFile: Bool {
+        reasons.contains(SSL_R_UNEXPECTED_EOF_WHILE_READING) || (reasons.isEmpty && kind == .handshake)
+    }
     /// Server side: the client's PSK binder did not verify under our key.
     public var binderFailed: Bool { reasons.contains(SSL_R_BINDER_DOES_NOT_VERIFY) }
 }
 
-/// One TLS 1.3 connection over a non-blocking TCP socket. Not Sendable: one
-/// thread drives it. The SSL handle is freed in deinit.
+/// One TLS 1.3 connection over a non-blocking byte link (a TCP socket, or
+/// a pipe's two ends). Not Sendable: one thread drives it. The SSL handle is
+/// freed in deinit.
 public final class TLSConnection {
     /// The longest PSK identity a server looks at.
     public static let maxIdentityBytes = 512
 
-    public let socket: TCPSocket
+    public let link: any ByteLink
     let ssl: OpaquePointer
 
     // Client side: the identity and key offered.
@@ -67,9 +73,9 @@ public final class TLSConnection {
     var serverAcceptedKey = false
 
     /// A client connection that will offer `identity` with `key`.
-    public init(client socket: TCPSocket, context: TLSContext, identity: [UInt8], key: SecretBytes) throws {
+    public init(client link: any ByteLink, context: TLSContext, identity: [UInt8], key: SecretBytes) throws {
         precondition(context.role == .client)
-        self.socket = socket
+        self.link = link
         guard let s = SSL_new(context.ctx) else { throw OpenSSLError("SSL_new") }
         ssl = s
         let buf = UnsafeMutableBufferPointer<UInt8>.allocate(capacity: max(identity.count, 1))
@@ -81,9 +87,9 @@ public final class TLSConnection {
     }
 
     /// A server connection; `lookup` maps the client's PSK identity to a key.
-    public init(server socket: TCPSocket, context: TLSContext, lookup: @escaping ([UInt8]) -> TLSKeyLookup) throws {
+    public init(server link: any ByteLink, context: TLSContext, lookup: @escaping ([UInt8]) -> TLSKeyLookup) throws {
         precondition(context.role == .server)
-        self.socket = socket
+        self.link = link
         guard let s = SSL_new(context.ctx) else { throw OpenSSLError("SSL_new") }
         ssl = s
         self.lookup = lookup
@@ -92,7 +98,14 @@ public final class TLSConnection {
     }
 
     private func attach() throws {
-        guard SSL_set_fd(ssl, socket.fd) == 1 else { throw OpenSSLError("SSL_set_fd") }
+        if link.readFD == link.writeFD {
+            guard SSL_set_fd(ssl, link.readFD) == 1 else { throw OpenSSLError("SSL_set_fd") }
+        } else {
+            // Two descriptors (a pipe's ends, or standard input and output): a file-descriptor BIO for each.
+            guard let r = BIO_new_fd(link.readFD, BIO_NOCLOSE) else { throw OpenSSLError("BIO_new_fd") }
+            guard let w = BIO_new_fd(link.writeFD, BIO_NOCLOSE) else { BIO_free(r); throw OpenSSLError("BIO_new_fd") }
+            SSL_set_bio(ssl, r, w)
+        }
         SSL_set_ex_data(ssl, 0, Unmanaged.passUnretained(self).toOpaque())
     }
 
@@ -119,13 +132,13 @@ public final class TLSConnection {
             if rc == 1 { return }
             switch SSL_get_error(ssl, rc) {
             case SSL_ERROR_WANT_READ:
-                guard try socket.wait(for: Int16(POLLIN), deadline: deadline) else { throw TLSError(.timeout, "TLS handshake timed out") }
+                guard try link.wait(for: Int16(POLLIN), deadline: deadline) else { throw TLSError(.timeout, "TLS handshake timed out") }
                 onProgress()
             case SSL_ERROR_WANT_WRITE:
-                guard try socket.wait(for: Int16(POLLOUT), deadline: deadline) else { throw TLSError(.timeout, "TLS handshake timed out") }
+                guard try link.wait(for: Int16(POLLOUT), deadline: deadline) else { throw TLSError(.timeout, "TLS handshake timed out") }
                 onProgress()
             default:
-                throw TLSError(.handshake, "TLS handshake with \(socket.address) failed")
+                throw TLSError(.handshake, "TLS handshake with \(link.address) failed")
             }
         }
     }
@@ -155,7 +168,7 @@ public final class TLSConnection {
         errno = 0
         let n = SSL_read(ssl, buffer.baseAddress, Int32(min(buffer.count, Int(Int32.max))))
         if n > 0 { return .bytes(Int(n)) }
-        return try classify(n, "reading from \(socket.address)")
+        return try classify(n, "reading from \(link.address)")
     }
 
     public func write(_ bytes: UnsafeRawBufferPointer) throws -> IO {
@@ -164,7 +177,7 @@ public final class TLSConnection {
         errno = 0
         let n = SSL_write(ssl, bytes.baseAddress, Int32(min(bytes.count, 1 << 30)))
         if n > 0 { return .bytes(Int(n)) }
-        return try classify(n, "writing to \(socket.address)")
+        return try classify(n, "writing to \(link.address)")
     }
 
     /// Decrypted bytes waiting inside OpenSSL (poll(2) cannot see them).
@@ -202,15 +215,15 @@ public final class TLSConnection {
                 switch r {
                 case .closed(clean: let c)?: return c
                 case .bytes?: continue
-                case .wantWrite?: if (try? socket.wait(for: Int16(POLLOUT), deadline: deadline)) != true { return false }
-                case .wantRead?: if (try? socket.wait(for: Int16(POLLIN), deadline: deadline)) != true { return false }
+                case .wantWrite?: if (try? link.wait(for: Int16(POLLOUT), deadline: deadline)) != true { return false }
+                case .wantRead?: if (try? link.wait(for: Int16(POLLIN), deadline: deadline)) != true { return false }
                 case nil: return false
                 }
                 continue
             }
             switch SSL_get_error(ssl, rc) {
-            case SSL_ERROR_WANT_READ: if (try? socket.wait(for: Int16(POLLIN), deadline: deadline)) != true { return false }
-            case SSL_ERROR_WANT_WRITE: if (try? socket.wait(for: Int16(POLLOUT), deadline: deadline)) != true { return false }
+            case SSL_ERROR_WANT_READ: if (try? link.wait(for: Int16(POLLIN), deadline: deadline)) != true { return false }
+            case SSL_ERROR_WANT_WRITE: if (try? link.wait(for: Int16(POLLOUT), deadline: deadline)) != true { return false }
             default:
                 ERR_clear_error()
                 return false

@@ -1,4 +1,3 @@
-import Synchronization
 
 /// The busy reply (docs/protocol.md §5.2, §7.10): a server runs one session
 /// at a time; a device that would start another while it runs gets no key,
@@ -21,12 +20,15 @@ enum BusyReply {
 
 /// The server's one session at a time. A connection whose identity would
 /// start a session reserves the slot while its handshake completes; anyone
-/// who finds it taken gets BUSY instead of a key.
+/// who finds it taken gets BUSY instead of a key. The slot is the store's
+/// `SessionLock`, so it holds across processes too: a TCP serve and the
+/// `serve --stdio` sessions on one store take turns the same way.
 final class SessionSlot: Sendable {
-    private let taken = Atomic<Bool>(false)
-    var isTaken: Bool { taken.load(ordering: .acquiring) }
-    func reserve() -> Bool { taken.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged }
-    func release() { taken.store(false, ordering: .releasing) }
+    private let lock: SessionLock
+    init(_ lock: SessionLock) { self.lock = lock }
+    var isTaken: Bool { lock.isTaken }
+    func reserve() -> Bool { lock.tryAcquire() }
+    func release() { lock.release() }
 }
 
 /// The slot as one session holds it: released once, by whichever comes

@@ -100,9 +100,8 @@ final class FrameChannel {
         // Any progress goes back to the session first: it may have more to
         // queue now that the buffer drained, or frames to act on.
         if !frames.isEmpty || peerClosed != nil || progressed { return frames }
-        var fd = pollfd(fd: tls.socket.fd, events: Int16(POLLIN) | ((backlog > 0 || readWantsWrite) ? Int16(POLLOUT) : 0), revents: 0)
-        let rc = poll(&fd, 1, waitMilliseconds)
-        if rc < 0 && errno != EINTR { throw SocketError("poll", address: tls.socket.address) }
+        let rc = tls.link.poll(events: Int16(POLLIN) | ((backlog > 0 || readWantsWrite) ? Int16(POLLOUT) : 0), milliseconds: waitMilliseconds)
+        if rc < 0 && errno != EINTR { throw SocketError("poll", address: tls.link.address) }
         _ = try flush()
         _ = try readAvailable(into: &frames)
         return frames
@@ -190,8 +189,8 @@ final class FrameChannel {
         while backlog > 0 {
             if try flush() { continue }
             if backlog == 0 || peerClosed != nil { return }
-            guard try tls.socket.wait(for: Int16(POLLOUT) | Int16(POLLIN), deadline: deadline) else {
-                throw TLSError(.timeout, "writing to \(tls.socket.address) timed out")
+            guard try tls.link.wait(for: Int16(POLLOUT) | Int16(POLLIN), deadline: deadline) else {
+                throw TLSError(.timeout, "writing to \(tls.link.address) timed out")
             }
         }
     }
@@ -206,7 +205,7 @@ final class FrameChannel {
                 return f
             }
             if peerClosed != nil { return nil }
-            if deadline.hasPassed { throw TLSError(.timeout, "no answer from \(tls.socket.address)") }
+            if deadline.hasPassed { throw TLSError(.timeout, "no answer from \(tls.link.address)") }
         }
     }
 

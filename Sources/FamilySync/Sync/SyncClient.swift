@@ -51,70 +51,115 @@ public final class SyncClient {
         // host's own name outlives its address).
         let target = found?.candidate.address == address ? address : try LocalNames.resolve(address)
         let remembered = try isDayTag(address.host) ? target : address
-        var guess = try expected ?? initialGuess(for: remembered, family: fam, me: me)
+        let guess = try expected ?? initialGuess(for: remembered.description, family: fam, me: me)
+        return try sessionWithRetries(at: address.description, remembered: remembered.description, guess: guess, family: fam, me: me, wait: wait) {
+            try open(target, identity: $0, key: $1)
+        }
+    }
+
+    /// One session over the standard input and output of `command` (split
+    /// into words, run without a shell: `ssh -T home peer-sync serve --stdio`),
+    /// with the same keys, refusals, busy retries and exit statuses as over
+    /// TCP. Each try runs the command anew. No address is remembered: the
+    /// command is the way there. A member expects the owner's device at the
+    /// other end; the owner, the member it synced with last; either follows
+    /// the server's hint once when it is another.
+    public func sync(via command: String, wait: TimeSpan) throws -> SyncSummary {
+        let fam = try requireFamily()
+        let me = try store.deviceID
+        let guess = try initialGuess(for: nil, family: fam, me: me)
+        return try sessionWithRetries(at: "'\(command)'", remembered: nil, guess: guess, family: fam, me: me, wait: wait) {
+            try openVia(command, identity: $0, key: $1)
+        }
+    }
+
+    /// The transport a `--via` try started, ended when the try ends.
+    private var transport: CommandTransport?
+
+    /// The loop both ways of reaching a peer share: open (TCP or a command),
+    /// read a notice or run the session, follow a wrong-peer hint once, and
+    /// wait out a busy peer until `wait` has passed.
+    private func sessionWithRetries(at name: String, remembered: String?, guess initial: String, family fam: FamilyInfo, me: String, wait: TimeSpan,
+                                    open: ([UInt8], SecretBytes) throws -> FrameChannel) throws -> SyncSummary {
+        var guess = initial
         var followedHint = false
         let giveUp = Deadline(after: wait)
         var backoff = BusyBackoff()
         var attempt = 0
         while true {
             attempt += 1
+            defer { endTransport() }
             let (identity, key) = try sessionKey(server: guess, family: fam, me: me)
-            let channel = try open(target, identity: identity.bytes, key: key)
+            let channel = try open(identity.bytes, key)
             if !channel.tls.isAuthenticated {
-                let notice = try readNotice(channel, from: address)
+                let notice = try readNotice(channel, from: name)
                 switch notice {
                 case let .busy(retryAfter):
-                    try pauseWhenBusy(address, attempt: attempt, retryAfter: retryAfter, backoff: &backoff, giveUp: giveUp, wait: wait)
+                    endTransport()
+                    try pauseWhenBusy(name, attempt: attempt, retryAfter: retryAfter, backoff: &backoff, giveUp: giveUp, wait: wait)
                     continue
                 case let .refused(r):
                     if r.reason == .wrongPeer, let hint = r.device, hint != guess, !followedHint {
-                        emit("peer-hint", [("address", .string(address.description)), ("device", .string(hint))])
+                        emit("peer-hint", [("address", .string(name)), ("device", .string(hint))])
                         guess = hint
                         followedHint = true
                         continue
                     }
-                    emit("refused", [("address", .string(address.description)), ("reason", .string(r.reason.rawValue)), ("message", .string(r.message))])
+                    emit("refused", [("address", .string(name)), ("reason", .string(r.reason.rawValue)), ("message", .string(r.message))])
                     // A notice before authentication: anyone could have sent it, so it is said so.
                     var e = SyncError(r.reason == .unknownDevice && fam.role == .member && guess == fam.ownerDevice ? .unknownToOwner : .refused,
-                                      peer: address.description, detail: r.message, reason: r.reason.rawValue)
+                                      peer: name, detail: r.message, reason: r.reason.rawValue)
                     e.unverified = true
                     throw e
                 }
             }
-            emit("session", [("address", .string(address.description)), ("peer", .string(guess))])
-            let session = SyncSession(store: store, family: fam, me: me, peer: SessionPeer(device: guess, address: remembered.description, side: .client, joined: false),
+            emit("session", [("address", .string(name)), ("peer", .string(guess))])
+            let session = SyncSession(store: store, family: fam, me: me, peer: SessionPeer(device: guess, address: remembered, side: .client, joined: false),
                                       channel: channel, options: options, clock: clock, observer: observer, verifier: verifier)
             do {
                 return try session.run()
             } catch let e as SessionRefused {
-                try handleAuthenticatedRefusal(e.refusal, from: guess, family: fam, address: address)
+                try handleAuthenticatedRefusal(e.refusal, from: guess, family: fam, address: name)
             } catch let e as SessionBusy {
-                try pauseWhenBusy(address, attempt: attempt, retryAfter: e.retryAfter, backoff: &backoff, giveUp: giveUp, wait: wait)
+                endTransport()
+                try pauseWhenBusy(name, attempt: attempt, retryAfter: e.retryAfter, backoff: &backoff, giveUp: giveUp, wait: wait)
+            } catch var e as SyncError where e.kind == .connectionLost {
+                // The command that carried the session ended under it: said as that, naming it.
+                if let t = transport, let status = t.exited(within: TimeSpan.seconds(1)) {
+                    e = SyncError(.transportEnded, peer: name, detail: CommandTransport.describe(status), outcome: e.outcome)
+                }
+                throw e
             }
         }
     }
 
+    /// Closes the current `--via` command's pipes and reaps it.
+    private func endTransport() {
+        transport?.finish()
+        transport = nil
+    }
+
     /// A busy server, by notice or on an authenticated session: waits out the
     /// backoff, or gives up (exit 75) once `giveUp` has passed.
-    private func pauseWhenBusy(_ address: HostPort, attempt: Int, retryAfter: TimeSpan, backoff: inout BusyBackoff, giveUp: Deadline, wait: TimeSpan) throws {
-        emit("busy", [("address", .string(address.description)), ("attempt", .int(attempt))])
+    private func pauseWhenBusy(_ address: String, attempt: Int, retryAfter: TimeSpan, backoff: inout BusyBackoff, giveUp: Deadline, wait: TimeSpan) throws {
+        emit("busy", [("address", .string(address)), ("attempt", .int(attempt))])
         guard !giveUp.hasPassed else {
-            throw SyncError(.busy, peer: address.description, detail: "\(wait) (\(attempt) tries)")
+            throw SyncError(.busy, peer: address, detail: "\(wait) (\(attempt) tries)")
         }
         sleep(backoff.pause(retryAfter: retryAfter, until: giveUp))
     }
 
     /// A refusal on an authenticated session is genuine: a revoked device drops to free.
-    private func handleAuthenticatedRefusal(_ r: RefusalMessage, from peer: String, family: FamilyInfo, address: HostPort) throws -> Never {
-        emit("refused", [("address", .string(address.description)), ("reason", .string(r.reason.rawValue)), ("message", .string(r.message))])
+    private func handleAuthenticatedRefusal(_ r: RefusalMessage, from peer: String, family: FamilyInfo, address: String) throws -> Never {
+        emit("refused", [("address", .string(address)), ("reason", .string(r.reason.rawValue)), ("message", .string(r.message))])
         if r.reason == .revoked, peer == family.ownerDevice {
             // The owner's time, so every store holds one revocation time.
             let at = r.revokedAt ?? clock.now()
             try EntitlementExchange.dropToFree(store, now: at)
             emit("revoked", [("device", .string(try store.deviceID)), ("revokedAt", .string(at.rfc3339))])
-            throw SyncError(.refusedRevoked, peer: address.description, detail: r.message)
+            throw SyncError(.refusedRevoked, peer: address, detail: r.message)
         }
-        throw SyncError(.refused, peer: address.description, detail: r.message, reason: r.reason.rawValue)
+        throw SyncError(.refused, peer: address, detail: r.message, reason: r.reason.rawValue)
     }
 
     /// `host` is a `TAG.local` name a device of this family advertises
@@ -129,9 +174,9 @@ public final class SyncClient {
 
     /// Which device we expect at an address: the one last reached there, else
     /// the owner (for a member), else the owner's most recently synced member.
-    private func initialGuess(for address: HostPort, family: FamilyInfo, me: String) throws -> String {
+    private func initialGuess(for address: String?, family: FamilyInfo, me: String) throws -> String {
         let devices = try store.devices().filter { $0.deviceID != me && $0.revokedAt == nil }
-        if let d = devices.first(where: { $0.lastAddress == address.description }) { return d.deviceID }
+        if let address, let d = devices.first(where: { $0.lastAddress == address }) { return d.deviceID }
         if family.role == .member { return family.ownerDevice }
         let members = devices.sorted { ($0.lastSyncedAt?.milliseconds ?? 0) > ($1.lastSyncedAt?.milliseconds ?? 0) }
         guard let first = members.first else { throw SyncError(.noOtherDevice) }
@@ -183,23 +228,48 @@ public final class SyncClient {
         return FrameChannel(conn, clock: clock.monotonic)
     }
 
+    /// Starts `command` and runs the TLS handshake over its pipes. A command
+    /// that cannot start, ends, or writes what is not TLS from a family-sync
+    /// peer is said as that, naming the command (exit 69, or 65 for garbage).
+    private func openVia(_ command: String, identity: [UInt8], key: SecretBytes) throws -> FrameChannel {
+        let name = "'\(command)'"
+        let t = try CommandTransport.start(command)
+        transport = t
+        emit("via", [("command", .string(command))])
+        let conn = try TLSConnection(client: t.link, context: context, identity: identity, key: key)
+        do {
+            try conn.handshake(deadline: Deadline(after: SyncLimits.viaHandshakeTimeout))
+        } catch let e as TLSError {
+            if e.peerRejectedKey { throw SyncError(.keyNotAccepted, peer: name) }
+            if e.kind == .timeout { throw SyncError(.handshakeTimeout, peer: name) }
+            if e.endOfFile {
+                let status = t.exited(within: TimeSpan.seconds(1))
+                throw SyncError(.transportEnded, peer: name, detail: status.map(CommandTransport.describe) ?? "closed its output")
+            }
+            // Whatever it runs is not a peer: it need not be waited for.
+            t.finish(grace: TimeSpan(milliseconds: 0))
+            throw SyncError(.transportGarbage, peer: name, detail: e.reasonText.isEmpty ? "no reason given" : e.reasonText)
+        }
+        return FrameChannel(conn, clock: clock.monotonic)
+    }
+
     enum Notice {
         case busy(retryAfter: TimeSpan)
         case refused(RefusalMessage)
     }
 
     /// The one frame an unauthenticated session may carry.
-    private func readNotice(_ channel: FrameChannel, from address: HostPort) throws -> Notice {
+    private func readNotice(_ channel: FrameChannel, from address: String) throws -> Notice {
         let f: Frame?
         channel.maxPayload = Frame.maxNoticeBytes
         do { f = try channel.receive(deadline: Deadline(after: SyncLimits.noticeTimeout)) } catch let e as ProtocolError {
             _ = channel.tls.shutdown(deadline: Deadline(after: TimeSpan.seconds(1)))
-            throw SyncError(.protocolViolation, peer: address.description, detail: "a notice before authentication: \(e.message)")
+            throw SyncError(.protocolViolation, peer: address, detail: "a notice before authentication: \(e.message)")
         } catch {
-            throw SyncError(.keyRejectedSilently, peer: address.description, detail: "sent no reason")
+            throw SyncError(.keyRejectedSilently, peer: address, detail: "sent no reason")
         }
         _ = channel.tls.shutdown(deadline: Deadline(after: TimeSpan.seconds(1)))
-        guard let f else { throw SyncError(.keyRejectedSilently, peer: address.description, detail: "closed without a reason") }
+        guard let f else { throw SyncError(.keyRejectedSilently, peer: address, detail: "closed without a reason") }
         do {
             switch f.type {
             case .busy:
@@ -210,7 +280,7 @@ public final class SyncClient {
                 throw ProtocolError("\(f.type.name) on a session without a key")
             }
         } catch let e as ProtocolError {
-            throw SyncError(.protocolViolation, peer: address.description, detail: e.message)
+            throw SyncError(.protocolViolation, peer: address, detail: e.message)
         }
     }
 
@@ -315,9 +385,9 @@ public final class SyncClient {
             attempt += 1
             let channel = try open(address, identity: identity.bytes, key: key)
             if !channel.tls.isAuthenticated {
-                switch try readNotice(channel, from: address) {
+                switch try readNotice(channel, from: address.description) {
                 case let .busy(retryAfter):
-                    try pauseWhenBusy(address, attempt: attempt, retryAfter: retryAfter, backoff: &backoff, giveUp: giveUp, wait: wait)
+                    try pauseWhenBusy(address.description, attempt: attempt, retryAfter: retryAfter, backoff: &backoff, giveUp: giveUp, wait: wait)
                     continue
                 case let .refused(r):
                     emit("refused", [("address", .string(address.description)), ("reason", .string(r.reason.rawValue)), ("message", .string(r.message))])
@@ -358,7 +428,7 @@ public final class SyncClient {
                     throw ProtocolError("expected WELCOME or REFUSED, got \(reply.type.name)")
                 }
             } catch let e as SessionBusy {
-                try pauseWhenBusy(address, attempt: attempt, retryAfter: e.retryAfter, backoff: &backoff, giveUp: giveUp, wait: wait)
+                try pauseWhenBusy(address.description, attempt: attempt, retryAfter: e.retryAfter, backoff: &backoff, giveUp: giveUp, wait: wait)
                 continue
             } catch let e as ProtocolError {
                 // ERROR, then close_notify (docs/protocol.md §6).

@@ -63,6 +63,12 @@ public struct SyncError: Error, CustomStringConvertible, Sendable {
         case cannotListen
         /// The listener stopped accepting connections (`detail`).
         case acceptFailed
+        /// The `--via` command `peer` could not be started (`detail`: why).
+        case transportCannotStart
+        /// The `--via` command `peer` ended (`detail`: its exit in words) before the session did.
+        case transportEnded
+        /// What the `--via` command `peer` carried is not a family-sync peer (`detail`: OpenSSL's reason).
+        case transportGarbage
         /// The store failed during a session (`detail`).
         case storeFailed
         /// A fault of this program (`detail`).
@@ -106,7 +112,7 @@ public struct SyncError: Error, CustomStringConvertible, Sendable {
     public var isUnreachable: Bool {
         switch kind {
         case .connectionLost, .noPeer, .closedBeforeAnswer, .keyRejectedSilently, .handshakeTimeout, .handshakeFailed,
-             .cannotResolve, .localNameUnanswered, .nobodyAnswered, .cannotListen:
+             .cannotResolve, .localNameUnanswered, .nobodyAnswered, .cannotListen, .transportCannotStart, .transportEnded:
             return true
         case .noPeerCouldSync: return detail != "busy"
         default: return false
@@ -160,6 +166,9 @@ public struct SyncError: Error, CustomStringConvertible, Sendable {
         case .notLocalAddress: return "\(peer) is not an address of this machine"
         case .cannotListen: return "cannot listen on \(peer): \(detail)"
         case .acceptFailed: return "stopped accepting connections: \(detail)"
+        case .transportCannotStart: return "cannot run the --via command \(peer): \(detail)"
+        case .transportEnded: return "the --via command \(peer) \(detail) before the session ended"
+        case .transportGarbage: return "the --via command \(peer) does not lead to a family-sync peer: what it wrote is not a family-sync session (\(detail))"
         case .storeFailed: return "store: \(detail)"
         case .inconsistent: return detail
         }

@@ -44,6 +44,13 @@ public enum SyncLimits {
     public static let handshakeTimeout = TimeSpan.seconds(10)
     public static let noticeTimeout = TimeSpan.seconds(10)
     public static let closeTimeout = TimeSpan.seconds(5)
+    /// A `--via` command opens its own link before the handshake can cross it
+    /// (ssh logs in, and may ask for a passphrase on the terminal), so the
+    /// handshake over one may take this long.
+    public static let viaHandshakeTimeout = TimeSpan.minutes(2)
+    /// How long a `--via` command gets to end once its input is closed, before
+    /// SIGTERM (then, a second later, SIGKILL).
+    public static let transportExitGrace = TimeSpan.seconds(5)
     /// After a protocol error: how long ERROR and close_notify may take to go out.
     public static let errorCloseTimeout = TimeSpan.seconds(1)
     /// Clock difference beyond which the skew is reported (the LWW clamp's window).

@@ -93,7 +93,7 @@ public final class SyncServer {
         let bound = boundAddress.description
         try onListening?(boundAddress)
         // The handshake threads decide on identities through a store connection of their own.
-        let gate = ServerGate(reader: try store.anotherConnection(), context: context, clock: clock, observer: observer)
+        let gate = try makeGate()
         emit("listening", [("address", .string(bound)), ("device", .string(try store.deviceID)), ("family", .string(fam.id)),
                            ("role", .string(fam.role.rawValue))])
         let acceptor = gate.startAccepting(listener)
@@ -113,6 +113,32 @@ public final class SyncServer {
         }
         if let e = acceptor.failure { throw SyncError(.acceptFailed, detail: "\(e)") }
         return nil
+    }
+
+    /// The pre-authentication half, with its own store connection and the store's session lock.
+    private func makeGate() throws -> ServerGate {
+        ServerGate(reader: try store.anotherConnection(), slot: SessionSlot(try SessionLock.forStore(at: store.path)),
+                   context: context, clock: clock, observer: observer)
+    }
+
+    /// `serve --stdio`: one connection that is already there (standard input
+    /// and output under ssh, inetd or a socket unit), answered exactly as an
+    /// accepted TCP connection is: the handshake, then a refusal, BUSY (when
+    /// another session on this store runs, in this process or another) or the
+    /// session. Nil when the connection got a notice or failed its handshake.
+    public func serveOne(over link: any ByteLink) throws -> Result<SyncSummary, any Error>? {
+        guard let fam = try store.family() else {
+            throw StoreError(.noFamily, path: store.path)
+        }
+        let gate = try makeGate()
+        emit("listening", [("address", .string(link.address)), ("device", .string(try store.deviceID)), ("family", .string(fam.id)),
+                           ("role", .string(fam.role.rawValue))])
+        gate.greet(link, gate.pool.admit(fd: link.readFD).0)
+        guard let peer = gate.handoff.take(timeout: TimeSpan(milliseconds: 0)) else { return nil }
+        let hold = SlotHold(gate.slot)
+        defer { hold.release() }
+        guard case let .session(result) = serveAuthenticated(peer) else { return nil }
+        return result
     }
 
     /// Runs the session of a peer whose handshake proved its key.
@@ -205,15 +231,16 @@ final class SerializedObserver: @unchecked Sendable {
 final class ServerGate: @unchecked Sendable {
     let context: TLSContext
     let pool = PreAuthPool()
-    let slot = SessionSlot()
+    let slot: SessionSlot
     let handoff = SessionHandoff<AuthenticatedPeer>()
     private let reader: Store
     private let readerLock = ThreadLock()
     private let clock: SyncClock
     private let observer: SyncObserver?
 
-    init(reader: Store, context: TLSContext, clock: SyncClock, observer: SyncObserver?) {
+    init(reader: Store, slot: SessionSlot, context: TLSContext, clock: SyncClock, observer: SyncObserver?) {
         self.reader = reader
+        self.slot = slot
         self.context = context
         self.clock = clock
         self.observer = observer
@@ -278,7 +305,7 @@ final class ServerGate: @unchecked Sendable {
 
     /// One connection before authentication, on its own thread: the handshake,
     /// then a notice, or the hand-off to the session thread.
-    private func greet(_ sock: TCPSocket, _ entry: PreAuthPool.Entry) {
+    func greet(_ sock: any ByteLink, _ entry: PreAuthPool.Entry) {
         let from = sock.address
         let deadline = Deadline(after: SyncLimits.preAuthGrace)
         var decision: ServerDecision?

@@ -42,15 +42,24 @@ public enum PeerSyncCommand {
         \(SyncLimits.preAuthLimit) such are held, and past that the one stalled \
         longest is dropped, so idle or half-open connections cannot hold up a \
         real peer. Each session's JSON summary is printed on standard \
-        output as one line. Runs until interrupted, or with --once until the first session ends.
+        output as one line. Runs until interrupted, or with --once until the first session ends. \
+        With --stdio it serves the one session already connected to its \
+        standard input and output instead (run by ssh, inetd or a systemd \
+        socket unit with Accept=yes): the same handshake, refusals and busy \
+        reply, the TLS stream alone on standard output, its lines on \
+        standard error. Any number may run beside a listening serve on the \
+        same store: one session at a time runs over all of them, and the \
+        others get the busy reply.
         """,
         options: [CommonOptions.db,
                   OptionSpec("listen", valueName: "HOST:PORT", help: "The address to listen on; port 0 picks a free port (see the 'listening' event).",
                              default: "0.0.0.0:\(SyncLimits.defaultPort)"),
                   .flag("once", help: "Exit after the first session (not after a refusal or a busy reply), with that session's status."),
                   .flag("no-advertise", help: "Do not announce this device with DNS-SD on the local network (it is never announced when listening on loopback)."),
+                  .flag("stdio", help: "Serve one session over standard input and output (for ssh, inetd and socket units) instead of listening; exits with that session's status (75 busy, 77 refused, 65 not a family-sync peer)."),
                   waveTimeout, quietLimit, sessionLimit, events, root, CommonOptions.now, CommonOptions.quiet, faultSkipPhotoReplies, faultPreviousProtocol],
-        examples: [Example("Serve the owner's device on the default port:", "peer-sync serve --db owner.db")]
+        examples: [Example("Serve the owner's device on the default port:", "peer-sync serve --db owner.db"),
+                   Example("Let a member sync from afar over ssh (run by the member):", "peer-sync connect --db kid.db --via 'ssh -T home peer-sync serve --stdio --quiet --db owner.db'")]
     )
 
     static let join = CommandSpec(
@@ -92,12 +101,21 @@ public enum PeerSyncCommand {
         last known addresses, most recent first, until one session completes: \
         the Sync Now button, and the pass at launch. A busy peer is retried \
         with backoff until --wait runs out (then status 75). Nobody listening \
-        is status 69, never a silent hang.
+        is status 69, never a silent hang. With --via it syncs over a \
+        command's standard input and output instead (ssh to a host that runs \
+        peer-sync serve --stdio, socat, any byte pipe), with the same keys, \
+        refusals, busy retries and statuses: the family's TLS keeps the bytes \
+        secret whatever carries them. A command that cannot start or ends \
+        early is status 69, one that writes anything but a family-sync \
+        session 65, each naming the command.
         """,
-        options: [CommonOptions.db, wait, waveTimeout, quietLimit, sessionLimit, events, root, CommonOptions.now, CommonOptions.quiet, faultSkipPhotoReplies, faultPreviousProtocol],
+        options: [CommonOptions.db,
+                  OptionSpec("via", valueName: "COMMAND", help: "Sync over COMMAND's standard input and output instead of TCP. COMMAND is split into words (with '...' and \"...\" quoting and backslash escapes) and run without a shell, as rsync -e runs one; its standard error is this tool's."),
+                  wait, waveTimeout, quietLimit, sessionLimit, events, root, CommonOptions.now, CommonOptions.quiet, faultSkipPhotoReplies, faultPreviousProtocol],
         arguments: [ArgumentSpec("HOST:PORT", help: "The peer's address.", default: "the known peers in turn", completion: .none)],
         examples: [Example("Sync now with the owner's device:", "peer-sync connect --db kid.db owner.local:7433"),
-                   Example("Sync with whichever known peer answers:", "peer-sync connect --db kid.db")]
+                   Example("Sync with whichever known peer answers:", "peer-sync connect --db kid.db"),
+                   Example("Sync from afar over ssh:", "peer-sync connect --db kid.db --via 'ssh -T home peer-sync serve --stdio --quiet --db owner.db'")]
     )
 
     static let revoke = CommandSpec(
@@ -362,6 +380,7 @@ public enum PeerSyncCommand {
     // MARK: serve
 
     static func runServe(_ ctx: ToolContext) throws -> ExitStatus {
+        if ctx.args.flag(Option.stdio) { return try runServeStdio(ctx) }
         let listen = try address(ctx.args.value(Option.listen) ?? "0.0.0.0:\(SyncLimits.defaultPort)", option: "--listen", portZero: true)
         let opts = try options(ctx)
         let store = try ctx.store(create: false)
@@ -400,6 +419,54 @@ public enum PeerSyncCommand {
         if let stoppedSession { throw stoppedSession }
         if case let .failure(e)? = last { return ctx.failure(e).status }
         return .success
+    }
+
+    /// `serve --stdio`: the one session on standard input and output. No
+    /// ServeLock (a listening serve may run on the same store): the session
+    /// lock alone keeps one session at a time. Nothing but TLS goes to
+    /// standard output.
+    static func runServeStdio(_ ctx: ToolContext) throws -> ExitStatus {
+        let listening = [(Option.listen, ctx.args.value(Option.listen) != nil), (Option.once, ctx.args.flag(Option.once)),
+                         (Option.noAdvertise, ctx.args.flag(Option.noAdvertise))]
+        if let (o, _) = listening.first(where: { $0.1 }) {
+            throw ToolError.usage("--stdio serves the one connection on standard input and output: --\(o.rawValue) does not apply")
+        }
+        if isatty(STDIN_FILENO) == 1 || isatty(STDOUT_FILENO) == 1 {
+            throw ToolError.usage("--stdio: standard input and output are a terminal; run it from ssh, inetd or a socket unit (peer-sync connect --via runs it so)")
+        }
+        let opts = try options(ctx)
+        let store = try ctx.store(create: false)
+        let (progress, _) = try observer(ctx)
+        let log = ServiceLog(ctx)
+        // What the one connection got when it got no session: BUSY, REFUSED, or a failed handshake.
+        var notice: String?
+        let obs: SyncObserver = { e in
+            progress(e)
+            log.event(e)
+            if ["busy", "refused", "rejected"].contains(e.name) { notice = e.name }
+        }
+        ctx.keptAfterStop = { error in
+            "stopped serving" + (interruptedSession(error).map { "; \(keptOfSession($0))" } ?? "")
+        }
+        let server = try SyncServer(store: store, options: opts, now: ctx.now, observer: obs, verifier: try verifier(ctx))
+        let link = try PipeLink.standardStreams()
+        defer { link.close() }
+        guard let result = try server.serveOne(over: link) else {
+            switch notice {
+            case "busy": return .tempFail
+            case "refused": return .noPermission
+            default: return .dataError
+            }
+        }
+        ctx.endProgress()
+        log.session(result)
+        switch result {
+        case .success:
+            return .success
+        case let .failure(e):
+            if Interruption.signal != nil, let s = interruptedSession(e) { throw s }
+            throw e
+        }
     }
 
     /// The DNS-SD responder for a listener on `listen`: nil on loopback (no
@@ -500,12 +567,20 @@ public enum PeerSyncCommand {
 
     static func runConnect(_ ctx: ToolContext) throws -> ExitStatus {
         let target = try ctx.args.argument("HOST:PORT").map { try address($0, option: "HOST:PORT") }
+        let via = ctx.args.value(Option.via)
+        if via != nil && target != nil { throw ToolError.usage("give HOST:PORT or --via COMMAND, not both") }
+        if let via {
+            do {
+                if try CommandWords.split(via).isEmpty { throw ToolError.usage("--via: the command is empty") }
+            } catch let e as CommandWords.Problem { throw ToolError.usage("--via: '\(via)': \(e.message)") }
+        }
         ctx.keptAfterStop = { error in
             if error == nil { return "the session had completed (its summary is above)" }
             return interruptedSession(error).map(keptOfSession) ?? "no session had started; nothing was changed"
         }
         return try runClient(ctx) { client, wait in
-            try target.map { try client.sync(with: $0, wait: wait) } ?? client.syncNow(wait: wait)
+            if let via { return try client.sync(via: via, wait: wait) }
+            return try target.map { try client.sync(with: $0, wait: wait) } ?? client.syncNow(wait: wait)
         }
     }
 
@@ -697,6 +772,8 @@ extension PeerSyncCommand {
         case acceptNewOwnerKey = "accept-new-owner-key"
         case sessionLimit = "session-limit"
         case noAdvertise = "no-advertise"
+        case stdio
+        case via
         case timeout
     }
 }

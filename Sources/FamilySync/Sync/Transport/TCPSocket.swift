@@ -122,22 +122,6 @@ public final class TCPSocket {
         return HostPort(parsing: TCPSocket.describe(&storage))
     }
 
-    /// Waits until the socket is ready for `events` or the deadline passes.
-    /// Returns false on timeout. Retries on EINTR with the time that is left.
-    public func wait(for events: Int16, deadline: Deadline) throws -> Bool {
-        var p = pollfd(fd: fd, events: events, revents: 0)
-        while true {
-            let rc = Glibc.poll(&p, 1, deadline.remainingMilliseconds)
-            if rc > 0 { return true }
-            if rc == 0 { return false }
-            if errno == EINTR {
-                if deadline.hasPassed { return false }
-                continue
-            }
-            throw SocketError("poll", address: address)
-        }
-    }
-
     private func setNonBlocking() throws {
         let flags = fcntl(fd, F_GETFL)
         guard flags >= 0, fcntl(fd, F_SETFL, flags | O_NONBLOCK) == 0 else { throw SocketError("fcntl", address: address) }
