@@ -13,8 +13,9 @@ import FamilySync
         let dir = TempDir()
         let owner: String
         let kid: String
-        init(records: Int = 40, photos: Int = 5, photoSize: Int = 4096) throws {
-            owner = dir.file("owner.db")
+        /// `ownerPath`: where the owner's store is (its per-user default, for ssh), else owner.db in the folder.
+        init(records: Int = 40, photos: Int = 5, photoSize: Int = 4096, ownerPath: ((TempDir) -> String)? = nil) throws {
+            owner = ownerPath?(dir) ?? dir.file("owner.db")
             kid = dir.file("kid.db")
             let offer = try Household.owner(owner)
             try Household.addRecords(owner, prefix: "o", count: records, photos: (0..<photos).map { Household.photo($0, size: photoSize) })
@@ -93,6 +94,35 @@ import FamilySync
             usleep(10_000)
         }
         return false
+    }
+
+    /// A real ssh: the member on a trip reaches the owner's host ("home")
+    /// through OpenSSH, and `serve --stdio` there serves the owner's
+    /// per-user store. ssh carries only the family's TLS stream.
+    @Test func viaARealSSHToTheOwnersHost() throws {
+        if let why = SSHLab.unavailableReason {
+            print("AwayFromHomeTests: skipped: \(why)")
+            return
+        }
+        let p = try Pair(ownerPath: { dir in
+            try? FileManager.default.createDirectory(atPath: dir.file("owner-data/family-sync"), withIntermediateDirectories: true)
+            return dir.file("owner-data/family-sync/store.db")
+        })
+        let lab = try SSHLab(dir: p.dir, env: ["XDG_DATA_HOME": p.dir.file("owner-data"), "PATH": "\(Tools.binDir):/usr/bin:/bin"])
+        try Household.addRecords(p.kid, prefix: "trip", count: 6, photos: (400..<402).map { Household.photo($0) })
+        try Household.addRecords(p.owner, prefix: "home", count: 4)
+        let r = try lab.run("peer-sync connect --db kid.db --via 'ssh -T home peer-sync serve --stdio --quiet'", cwd: p.dir.path, timeout: 60)
+        #expect(r.status == 0, "\(r.err)")
+        let s = try #require(r.out.split(separator: "\n").last.flatMap { try? JSONParser.parse(String($0)) })
+        #expect(s.int("records", "sent") == 6)
+        #expect(s.int("records", "received") == 4)
+        #expect(s.int("photos", "sent") == 2)
+        #expect(s.at("digest", "equal")?.boolValue == true)
+        #expect(try Household.digest(p.kid) == Household.digest(p.owner))
+        // ssh fails to log in (no such host alias): ssh's own words on stderr, then ours naming the command, 69.
+        let bad = try lab.run("peer-sync connect --db kid.db --via 'ssh -T nowhere.invalid peer-sync serve --stdio'", cwd: p.dir.path, timeout: 60)
+        #expect(bad.status == 69, "\(bad.err)")
+        #expect(bad.err.contains("peer-sync: the --via command 'ssh -T nowhere.invalid peer-sync serve --stdio' exited with status 255 before the session ended"), "\(bad.err)")
     }
 
     /// What a --via command that is no way to a peer gets: a clear error naming it, never a hang.
