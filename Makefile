@@ -6,7 +6,7 @@ TOOLS := jws-verify pair-qr pair-scan merge-records peer-sync tombstone-gc
 # one Swift runtime each instead of six, and only the QR pair loads the image libraries.
 CORE_TOOLS := jws-verify merge-records peer-sync tombstone-gc
 QR_TOOLS := pair-qr pair-scan
-UNITS := peer-sync.service tombstone-gc.service tombstone-gc.timer
+UNITS := peer-sync.service peer-sync-stdio.socket peer-sync-stdio@.service tombstone-gc.service tombstone-gc.timer
 UNITDIR ?= $(PREFIX)/lib/systemd/user
 LIBEXECDIR ?= $(PREFIX)/libexec/family-sync
 ZSHDIR ?= $(PREFIX)/share/zsh/site-functions

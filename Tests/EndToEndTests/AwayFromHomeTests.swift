@@ -125,6 +125,48 @@ import FamilySync
         #expect(bad.err.contains("peer-sync: the --via command 'ssh -T nowhere.invalid peer-sync serve --stdio' exited with status 255 before the session ended"), "\(bad.err)")
     }
 
+    /// The socket unit's way: systemd-socket-activate stands in for systemd
+    /// (`--inetd -a` is `Accept=yes` with the connection on standard input
+    /// and output), running the per-connection unit's own ExecStart line on
+    /// the owner's per-user store. A member connects to it as to any serve,
+    /// by TCP; a second member's connection while a session runs gets BUSY.
+    @Test func aSocketActivatedServeAnswersAsAnyServe() throws {
+        let activate = "/usr/bin/systemd-socket-activate"
+        guard FileManager.default.isExecutableFile(atPath: activate), let root = ServeAsServiceTests.repoRoot else {
+            print("AwayFromHomeTests: skipped: needs \(activate) (systemd) and the checkout's systemd/ folder")
+            return
+        }
+        let unit = try String(contentsOfFile: root + "/systemd/peer-sync-stdio@.service", encoding: .utf8)
+        let exec = try #require(unit.split(separator: "\n").first { $0.hasPrefix("ExecStart=") })
+            .dropFirst("ExecStart=".count).replacingOccurrences(of: "@BINDIR@", with: Tools.binDir)
+        let p = try Pair(ownerPath: { dir in
+            try? FileManager.default.createDirectory(atPath: dir.file("owner-data/family-sync"), withIntermediateDirectories: true)
+            return dir.file("owner-data/family-sync/store.db")
+        })
+        let port = try PeerSyncTests.closedPort()
+        let daemon = try DaemonProcess([activate, "-l", "127.0.0.1:\(port)", "--inetd", "-a",
+                                        "-E", "XDG_DATA_HOME=\(p.dir.file("owner-data"))"] + exec.split(separator: " ").map(String.init),
+                                       dir: p.dir, name: "activate")
+        defer { _ = daemon.stop() }
+        var listening = false
+        for _ in 0..<500 where !listening {
+            listening = (try? String(contentsOfFile: "/proc/net/tcp", encoding: .utf8))?.contains(String(format: ":%04X 00000000:0000 0A", port)) == true
+            if !listening { usleep(10_000) }
+        }
+        #expect(listening, "systemd-socket-activate did not listen: \(daemon.err)")
+        try Household.addRecords(p.kid, prefix: "k", count: 3)
+        let r = try Tools.run("peer-sync", ["connect", "--db", p.kid, "127.0.0.1:\(port)"], timeout: 60)
+        #expect(r.status == 0, "\(r.err)")
+        #expect(r.json?.int("records", "sent") == 3)
+        #expect(try Household.digest(p.kid) == Household.digest(p.owner))
+        // While a session holds the store, the next connection's instance answers BUSY.
+        let lock = try SessionLock.forStore(at: p.owner)
+        #expect(lock.tryAcquire())
+        defer { lock.release() }
+        let busy = try Tools.run("peer-sync", ["connect", "--db", p.kid, "--wait", "0", "127.0.0.1:\(port)"], timeout: 60)
+        #expect(busy.status == 75, "\(busy.err)")
+    }
+
     /// What a --via command that is no way to a peer gets: a clear error naming it, never a hang.
     @Test func aCommandThatCannotStartEndsOrWritesGarbageIsNamed() throws {
         let p = try Pair(records: 3, photos: 0)

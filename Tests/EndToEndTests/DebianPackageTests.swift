@@ -55,7 +55,7 @@ import FamilySync
         }
         files.formUnion(["/usr/share/man/man7/family-sync.7.gz", "/usr/share/doc/family-sync/copyright",
                          "/usr/share/doc/family-sync/changelog.gz"])
-        files.formUnion(["peer-sync.service", "tombstone-gc.service", "tombstone-gc.timer"].map { "/usr/lib/systemd/user/" + $0 })
+        files.formUnion(["peer-sync.service", "peer-sync-stdio.socket", "peer-sync-stdio@.service", "tombstone-gc.service", "tombstone-gc.timer"].map { "/usr/lib/systemd/user/" + $0 })
         let packed = Set(entries.filter { !$0.value.mode.hasPrefix("d") }.keys)
         #expect(packed == files, "missing: \(files.subtracting(packed).sorted()); extra: \(packed.subtracting(files).sorted())")
         #expect(entries.values.allSatisfy { $0.owner == "root/root" })

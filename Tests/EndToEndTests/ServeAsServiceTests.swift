@@ -30,12 +30,18 @@ import FamilySync
         #expect(gc.contains("\nExecStart=/usr/bin/tombstone-gc\n"))
         let timer = try String(contentsOfFile: units + "tombstone-gc.timer", encoding: .utf8)
         #expect(timer.contains("\nOnCalendar=daily\n"))
-        for u in [serve, gc, timer] { #expect(!u.contains("@BINDIR@")) }
+        let socket = try String(contentsOfFile: units + "peer-sync-stdio.socket", encoding: .utf8)
+        #expect(socket.contains("\nAccept=yes\n"))
+        let perConnection = try String(contentsOfFile: units + "peer-sync-stdio@.service", encoding: .utf8)
+        #expect(perConnection.contains("\nExecStart=/usr/bin/peer-sync serve --stdio\n"))
+        #expect(perConnection.contains("\nStandardInput=socket\n"))
+        for u in [serve, gc, timer, socket, perConnection] { #expect(!u.contains("@BINDIR@")) }
         // systemd's own checker, pointed at the tools just built, where it is installed.
         let analyze = "/usr/bin/systemd-analyze"
         guard FileManager.default.isExecutableFile(atPath: analyze) else { return }
         var paths: [String] = []
-        for (name, text) in [("peer-sync.service", serve), ("tombstone-gc.service", gc), ("tombstone-gc.timer", timer)] {
+        for (name, text) in [("peer-sync.service", serve), ("tombstone-gc.service", gc), ("tombstone-gc.timer", timer),
+                             ("peer-sync-stdio.socket", socket), ("peer-sync-stdio@.service", perConnection)] {
             paths.append(dir.write(name, text.replacingOccurrences(of: "/usr/bin/", with: Tools.binDir + "/")))
         }
         let v = try Tools.run(analyze, ["verify", "--man=no"] + paths)
