@@ -125,6 +125,60 @@ import FamilySync
         #expect(bad.err.contains("peer-sync: the --via command 'ssh -T nowhere.invalid peer-sync serve --stdio' exited with status 255 before the session ended"), "\(bad.err)")
     }
 
+    /// The README's "Away from home" block between `<!-- NAME:begin` and `<!-- NAME:end -->`, unindented.
+    static func readmeBlock(_ name: String) throws -> [String] {
+        let readme = try String(contentsOfFile: ReadmeTests.root + "/README.md", encoding: .utf8)
+        let begin = try #require(readme.range(of: "<!-- \(name):begin"))
+        let end = try #require(readme.range(of: "<!-- \(name):end -->"))
+        let lines = readme[begin.upperBound..<end.lowerBound].split(separator: "\n").dropFirst()
+        #expect(lines.allSatisfy { $0.hasPrefix("    ") }, "the block is one indented code block")
+        return lines.map { String($0.dropFirst(4)) }
+    }
+
+    /// The README's ssh and socket-unit blocks, run as written inside one
+    /// namespace where `home` is an sshd (SSHLab) and, on port 7434, the
+    /// socket unit's ExecStart behind systemd-socket-activate (which stands
+    /// in for the block's `systemctl` line).
+    @Test func theReadmesAwayFromHomeBlocksRunAsWritten() throws {
+        let sshBlock = try Self.readmeBlock("away-ssh"), socketBlock = try Self.readmeBlock("away-socket")
+        #expect(sshBlock.joined().contains("--via 'ssh -T home peer-sync serve --stdio"))
+        #expect(socketBlock.first?.hasPrefix("systemctl --user enable --now peer-sync-stdio.socket") == true)
+        let activate = "/usr/bin/systemd-socket-activate"
+        if let why = SSHLab.unavailableReason ?? (FileManager.default.isExecutableFile(atPath: activate) ? nil : "needs \(activate)") {
+            print("AwayFromHomeTests: skipped: \(why)")
+            return
+        }
+        let root = try #require(ServeAsServiceTests.repoRoot)
+        let unit = try String(contentsOfFile: root + "/systemd/peer-sync-stdio@.service", encoding: .utf8)
+        let socketUnit = try String(contentsOfFile: root + "/systemd/peer-sync-stdio.socket", encoding: .utf8)
+        #expect(socketUnit.contains("\nListenStream=7434\n"))
+        let exec = try #require(unit.split(separator: "\n").first { $0.hasPrefix("ExecStart=") })
+            .dropFirst("ExecStart=".count).replacingOccurrences(of: "@BINDIR@", with: Tools.binDir)
+        let p = try Pair(ownerPath: { dir in
+            try? FileManager.default.createDirectory(atPath: dir.file("owner-data/family-sync"), withIntermediateDirectories: true)
+            return dir.file("owner-data/family-sync/store.db")
+        })
+        let ownerData = p.dir.file("owner-data")
+        let lab = try SSHLab(dir: p.dir, env: ["XDG_DATA_HOME": ownerData, "PATH": "\(Tools.binDir):/usr/bin:/bin"])
+        try Household.addRecords(p.kid, prefix: "trip", count: 2)
+        let viaSSH = try lab.run(sshBlock.joined(separator: "\n"), cwd: p.dir.path, timeout: 60)
+        #expect(viaSSH.status == 0, "\(viaSSH.err)")
+        #expect(viaSSH.out.contains(#""equal":true"#), "\(viaSSH.out)")
+        #expect(try Household.digest(p.kid) == Household.digest(p.owner))
+
+        let socket = try lab.start([activate, "-l", "127.0.0.1:7434", "--inetd", "-a", "-E", "XDG_DATA_HOME=\(ownerData)"]
+                                   + exec.split(separator: " ").map(String.init), name: "socket-unit")
+        defer { _ = socket.stop() }
+        try Household.addRecords(p.kid, prefix: "again", count: 3)
+        // Each line but the systemctl one, as written; the first tries wait for the socket to be there.
+        let lines = socketBlock.dropFirst().joined(separator: "\n")
+        let viaSocket = try lab.run("for i in $(seq 100); do (exec 3<>/dev/tcp/127.0.0.1/7434) 2>/dev/null && break; sleep 0.05; done\n" + lines,
+                                    cwd: p.dir.path, timeout: 60)
+        #expect(viaSocket.status == 0, "\(viaSocket.err)")
+        #expect(viaSocket.out.contains(#""address":"home:7434""#), "\(viaSocket.out)")
+        #expect(try Household.digest(p.kid) == Household.digest(p.owner))
+    }
+
     /// The socket unit's way: systemd-socket-activate stands in for systemd
     /// (`--inetd -a` is `Accept=yes` with the connection on standard input
     /// and output), running the per-connection unit's own ExecStart line on

@@ -7,8 +7,10 @@ import Foundation
 /// config naming `home` (OpenSSH reads ~/.ssh/config from the password
 /// database, not $HOME, so a test cannot point it elsewhere otherwise).
 /// Sessions it starts get `env` (sshd's SetEnv): the tools on PATH and the
-/// owner's per-user store under the lab's folder. Removed with its
-/// processes when the value goes away.
+/// owner's per-user store under the lab's folder. Inside the namespace,
+/// `home` also resolves to its loopback (ip-netns(8) puts
+/// /etc/netns/NAME/hosts over /etc/hosts), for a member that connects to
+/// the host by name. Removed with its processes when the value goes away.
 final class SSHLab {
     static let sshd = "/usr/sbin/sshd"
     static let ssh = "/usr/bin/ssh"
@@ -36,6 +38,8 @@ final class SSHLab {
         guard try NetworkLab.run([NetworkLab.ip, "netns", "add", ns]).status == 0 else { throw HarnessError("ip netns add \(ns) failed") }
         do {
             guard try NetworkLab.run([NetworkLab.ip, "-n", ns, "link", "set", "lo", "up"]).status == 0 else { throw HarnessError("lo up failed") }
+            try FileManager.default.createDirectory(atPath: "/etc/netns/\(ns)", withIntermediateDirectories: true)
+            try "127.0.0.1 localhost home\n::1 localhost\n".write(toFile: "/etc/netns/\(ns)/hosts", atomically: true, encoding: .utf8)
             for key in ["host_key", "user_key"] {
                 let r = try NetworkLab.run(["/usr/bin/ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", dir.file(key)])
                 guard r.status == 0 else { throw HarnessError("ssh-keygen: \(r.err)") }
@@ -97,6 +101,12 @@ final class SSHLab {
             for pid in r.out.split(separator: "\n").compactMap({ Int32($0) }) { kill(pid, SIGKILL) }
         }
         _ = try? NetworkLab.run([NetworkLab.ip, "netns", "delete", ns])
+        try? FileManager.default.removeItem(atPath: "/etc/netns/\(ns)")
+    }
+
+    /// A program running inside the namespace until the lab goes (or it is stopped).
+    func start(_ argv: [String], name: String) throws -> DaemonProcess {
+        try DaemonProcess([NetworkLab.ip, "netns", "exec", ns] + argv, dir: dir, name: name)
     }
 
     /// Runs a bash script inside the namespace, the wrapper and the tools first on PATH.
