@@ -50,6 +50,7 @@ complete -c peer-sync -n '__fish_seen_subcommand_from serve' -l db -r -F -d 'The
 complete -c peer-sync -n '__fish_seen_subcommand_from serve' -l listen -x -d 'The address to listen on; port 0 picks a free port (see the \'listening\' event).'
 complete -c peer-sync -n '__fish_seen_subcommand_from serve' -l once -d 'Exit after the first session (not after a refusal or a busy reply), with that session\'s status.'
 complete -c peer-sync -n '__fish_seen_subcommand_from serve' -l no-advertise -d 'Do not announce this device with DNS-SD on the local network (it is never announced when listening on loopback).'
+complete -c peer-sync -n '__fish_seen_subcommand_from serve' -l stdio -d 'Serve one session over standard input and output (for ssh, inetd and socket units) instead of listening; exits with that session\'s status (75 busy, 77 refused, 65 not a family-sync peer).'
 complete -c peer-sync -n '__fish_seen_subcommand_from serve' -l wave-timeout -x -d 'Stop waiting for a wave of photo replies after this long without one; what is missing counts as unavailable and is asked for again next time.'
 complete -c peer-sync -n '__fish_seen_subcommand_from serve' -l quiet-limit -x -d 'End a session in which nothing but keepalives has crossed, either way, for this long (a protocol error): a peer that does nothing holds no session.'
 complete -c peer-sync -n '__fish_seen_subcommand_from serve' -l session-limit -x -d 'End a session that has run this long (a protocol error); what it applied stays, and the next session carries on with the rest.'
@@ -75,6 +76,7 @@ complete -c peer-sync -n '__fish_seen_subcommand_from join' -s h -l help -d 'Sho
 complete -c peer-sync -n '__fish_seen_subcommand_from join' -l version -d 'Show the version and exit.'
 complete -c peer-sync -n '__fish_seen_subcommand_from join' -F
 complete -c peer-sync -n '__fish_seen_subcommand_from connect' -l db -r -F -d 'The store. It must exist: a missing one is status 66 (no store at PATH), never created.'
+complete -c peer-sync -n '__fish_seen_subcommand_from connect' -l via -x -d 'Sync over COMMAND\'s standard input and output instead of TCP. COMMAND is split into words (with \'...\' and "..." quoting and backslash escapes) and run without a shell, as rsync -e runs one; its standard error is this tool\'s.'
 complete -c peer-sync -n '__fish_seen_subcommand_from connect' -l wait -x -d 'Keep retrying a busy peer, with backoff, this long before giving up with status 75.'
 complete -c peer-sync -n '__fish_seen_subcommand_from connect' -l wave-timeout -x -d 'Stop waiting for a wave of photo replies after this long without one; what is missing counts as unavailable and is asked for again next time.'
 complete -c peer-sync -n '__fish_seen_subcommand_from connect' -l quiet-limit -x -d 'End a session in which nothing but keepalives has crossed, either way, for this long (a protocol error): a peer that does nothing holds no session.'
