@@ -112,6 +112,40 @@ struct HouseholdNetworkTests {
         return first
     }()
 
+    /// Names are hints, keys decide: the owner's remembered address now
+    /// leads to a stranger (another family's serve, which can only refuse,
+    /// unauthenticated). Sync Now passes it over, browses for the family's
+    /// tag, syncs with the owner where it is found, and says what happened.
+    @Test func aStrangerAtTheRememberedAddressIsPassedOverForTheFamilysDevice() throws {
+        let lab = try NetworkLab(devices: 3)
+        let dir = TempDir()
+        let (owner, offers, serve) = try Self.ownerServing(lab, dir: dir, offers: 1)
+        defer { kill(serve.pid, SIGKILL) }
+        let kid = dir.file("kid.db")
+        let j = try lab.run(2, "peer-sync", ["join", "--db", kid], input: offers[0]["qr"]!.stringValue! + "\n")
+        #expect(j.status == 0, "\(j.err)")
+        let strangerDB = dir.file("stranger.db")
+        _ = try Household.owner(strangerDB)
+        // It does not advertise: it only sits at the address the member remembers.
+        let stranger = try lab.start(1, "peer-sync", ["serve", "--db", strangerDB, "--no-advertise", "--events", dir.file("stranger.events")], dir: dir, name: "stranger")
+        defer { kill(stranger.pid, SIGKILL) }
+        try Self.waitFor("the stranger to listen") { (try? String(contentsOfFile: dir.file("stranger.events"), encoding: .utf8))?.contains("\"listening\"") == true }
+        let impostor = "\(lab.address(1)):\(Self.port)"
+        let ownerID = try Household.device(owner)
+        try Store(path: kid).db.run("UPDATE devices SET last_addr = ? WHERE device_id = ?", [.text(impostor), .text(ownerID)])
+        try Household.addRecords(owner, prefix: "o", count: 2)
+        let c = try lab.run(2, "peer-sync", ["connect", "--db", kid, "--events", dir.file("kid.events")], timeout: 60)
+        #expect(c.status == 0, "\(c.err)")
+        #expect(c.json?["address"]?.stringValue == "\(lab.address(0)):\(Self.port)")
+        #expect(c.json?.int("records", "received") == 2)
+        #expect(c.err.contains("\(impostor) did not prove it is a device of this family"), "\(c.err)")
+        #expect(c.err.contains("syncing with the family's device found at \(lab.address(0)):\(Self.port) instead"), "\(c.err)")
+        let events = (try? String(contentsOfFile: dir.file("kid.events"), encoding: .utf8)) ?? ""
+        #expect(events.contains(#""event":"browsing","#) && events.contains(#""passingOver":["\#(impostor)"]"#), "\(events)")
+        // The address it was found at is the one remembered now.
+        #expect(try Self.ownerLastAddress(kid) == "\(lab.address(0)):\(Self.port)")
+    }
+
     @Test func nobodyAnsweringIsExit69SayingWhatWasTried() throws {
         let lab = try NetworkLab(devices: 2)
         let dir = TempDir()

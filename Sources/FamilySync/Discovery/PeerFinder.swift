@@ -63,9 +63,12 @@ public enum PeerFinder {
 
     /// Races `known` (address and the device last there) against a browse
     /// that keeps what `recognise` accepts (no browse when it is nil).
+    /// `excluding`: addresses that answered without proving the family's key
+    /// this pass, passed over even when they advertise the family's tag (a
+    /// tag seen on the network can be repeated by anyone).
     /// Throws `SyncError.nobodyAnswered` with what was tried when nothing answers.
     public static func find(known: [(HostPort, String?)], recognise: Recogniser?, what: String,
-                            observer: SyncObserver? = nil) throws -> Connected {
+                            observer: SyncObserver? = nil, excluding: Set<String> = []) throws -> Connected {
         let started = Deadline.now()
         let race = Race()
         for (address, device) in known {
@@ -99,7 +102,7 @@ public enum PeerFinder {
                 guard let browser = try? MDNSBrowser(interfaces: ifs) else { race.fail("mDNS: cannot open a socket"); return }
                 _ = browser.browse(for: browseTime) { f in
                     if race.won { return true }
-                    guard let device = recognise(f) else { race.sawOther(); return false }
+                    guard let device = recognise(f), !excluding.contains(f.hostPort.description) else { race.sawOther(); return false }
                     // A last address already being tried is not connected to
                     // twice: its try is waited for. But the answer shows the
                     // device is there now, so a try that failed is made again.

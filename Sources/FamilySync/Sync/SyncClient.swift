@@ -42,7 +42,23 @@ public final class SyncClient {
     /// One session with the device at `address`, retrying while it is busy
     /// until `wait` has passed (then exit 75). `expected` is the device we
     /// believe is there; without it we guess and follow the server's hint.
-    public func sync(with address: HostPort, wait: TimeSpan, expected: String? = nil) throws -> SyncSummary {
+    /// With `browseIfDistrusted`, a `NAME.local` that leads to something that
+    /// does not prove the family's key is passed over: the family's devices
+    /// are browsed for instead (names are hints; keys decide).
+    public func sync(with address: HostPort, wait: TimeSpan, expected: String? = nil, browseIfDistrusted: Bool = true) throws -> SyncSummary {
+        let giveUp = Deadline(after: wait)
+        do {
+            return try syncAt(address, wait: wait, expected: expected)
+        } catch let e as SyncError where browseIfDistrusted && e.isUnauthenticatedAnswer && LocalNames.isLocal(address.host) && !SyncStop.isRequested {
+            var distrusted: Set<String> = []
+            distrust(address, into: &distrusted)
+            guard let other = try browseInstead(try requireFamily(), me: try store.deviceID, passingOver: distrusted, because: e) else { throw e }
+            found = other
+            return try syncAt(other.candidate.address, wait: TimeSpan(milliseconds: max(0, Int64(giveUp.remainingMilliseconds))), expected: other.candidate.device)
+        }
+    }
+
+    private func syncAt(_ address: HostPort, wait: TimeSpan, expected: String?) throws -> SyncSummary {
         let fam = try requireFamily()
         let me = try store.deviceID
         // A NAME.local is resolved once, here. What is remembered for next
@@ -304,34 +320,73 @@ public final class SyncClient {
         let giveUp = Deadline(after: wait)
         let me = try store.deviceID
         let known = peers.compactMap { p in p.lastAddress.flatMap(HostPort.init(parsing:)).map { ($0, Optional(p.deviceID)) } }
-        let recognise = try store.familySecret().map {
-            try DiscoveryTags(familyKey: $0, family: fam.id).recogniser(devices: try store.devices().filter { $0.revokedAt == nil }.map(\.deviceID), me: me, now: clock.now())
-        }
+        let recognise = try familyRecogniser(fam, me: me)
         let winner = try PeerFinder.find(known: known, recognise: recognise, what: "device of family \(fam.id)", observer: observer)
         found = winner
         var failures: [any Error] = []
         var allBusy = true
-        do {
-            let left = TimeSpan(milliseconds: max(0, Int64(giveUp.remainingMilliseconds)))
-            return try sync(with: winner.candidate.address, wait: left, expected: winner.candidate.device)
-        } catch let e as SyncError where (e.isUnreachable || e.isBusy) && !SyncStop.isRequested {
-            // A stop request ends the pass; any other failure moves on to the next peer.
+        // Addresses whose answer did not prove the family's key: passed over, and a browse follows.
+        var distrusted: Set<String> = []
+        var firstDistrusted: SyncError?
+        func moveOn(_ e: SyncError, at address: HostPort) {
             if !e.isBusy { allBusy = false }
+            if e.isUnauthenticatedAnswer {
+                distrust(address, into: &distrusted)
+                firstDistrusted = firstDistrusted ?? e
+            }
             failures.append(e)
+        }
+        var left: TimeSpan { TimeSpan(milliseconds: max(0, Int64(giveUp.remainingMilliseconds))) }
+        do {
+            return try sync(with: winner.candidate.address, wait: left, expected: winner.candidate.device, browseIfDistrusted: false)
+        } catch let e as SyncError where (e.isUnreachable || e.isBusy || e.isUnauthenticatedAnswer) && !SyncStop.isRequested {
+            // A stop request ends the pass; any other failure moves on to the next peer.
+            moveOn(e, at: winner.candidate.address)
         }
         found = nil
         for p in peers where p.lastAddress != winner.candidate.address.description {
             guard let addr = p.lastAddress.flatMap(HostPort.init(parsing:)) else { continue }
             emit("trying", [("peer", .string(p.deviceID)), ("address", .string(addr.description))])
             do {
-                let left = TimeSpan(milliseconds: max(0, Int64(giveUp.remainingMilliseconds)))
-                return try sync(with: addr, wait: left, expected: p.deviceID)
-            } catch let e as SyncError where (e.isUnreachable || e.isBusy) && !SyncStop.isRequested {
-                if !e.isBusy { allBusy = false }
-                failures.append(e)
+                return try sync(with: addr, wait: left, expected: p.deviceID, browseIfDistrusted: false)
+            } catch let e as SyncError where (e.isUnreachable || e.isBusy || e.isUnauthenticatedAnswer) && !SyncStop.isRequested {
+                moveOn(e, at: addr)
             }
         }
+        if let first = firstDistrusted {
+            if let other = try browseInstead(fam, me: me, passingOver: distrusted, because: first) {
+                found = other
+                return try sync(with: other.candidate.address, wait: left, expected: other.candidate.device, browseIfDistrusted: false)
+            }
+            // Nobody else: a refusal, unverified as it is, is the only word there is (a restored owner that does not know this device).
+            if first.kind == .refused || first.kind == .unknownToOwner { throw first }
+        }
         throw SyncError(.noPeerCouldSync, detail: allBusy ? "busy" : "", causes: failures)
+    }
+
+    /// The browse recogniser for this family's devices today (nil without a family key).
+    private func familyRecogniser(_ fam: FamilyInfo, me: String) throws -> PeerFinder.Recogniser? {
+        try store.familySecret().map {
+            try DiscoveryTags(familyKey: $0, family: fam.id).recogniser(devices: try store.devices().filter { $0.revokedAt == nil }.map(\.deviceID), me: me, now: clock.now())
+        }
+    }
+
+    /// Keeps `address`, which answered without proving the family's key, out of the browse that follows.
+    private func distrust(_ address: HostPort, into set: inout Set<String>) {
+        set.insert(address.description)
+        if LocalNames.isLocal(address.host), let resolved = try? LocalNames.resolve(address) { set.insert(resolved.description) }
+    }
+
+    /// A browse, past the distrusted addresses, for another device of the family.
+    /// When one answers, says why the first was passed over.
+    private func browseInstead(_ fam: FamilyInfo, me: String, passingOver distrusted: Set<String>, because e: SyncError) throws -> PeerFinder.Connected? {
+        guard let recognise = try familyRecogniser(fam, me: me), !SyncStop.isRequested else { return nil }
+        emit("browsing", [("passingOver", .array(distrusted.sorted().map { .string($0) }))])
+        guard let other = try? PeerFinder.find(known: [], recognise: recognise, what: "device of family \(fam.id)", observer: observer, excluding: distrusted)
+        else { return nil }
+        emit("warning", [("message", .string("\(e.peer) did not prove it is a device of this family (\(e.what)); a name or a remembered "
+                                               + "address is a hint and the key decides: syncing with the family's device found at \(other.candidate.address) instead"))])
+        return other
     }
 
     // MARK: join

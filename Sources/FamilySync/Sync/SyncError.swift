@@ -119,6 +119,13 @@ public struct SyncError: Error, CustomStringConvertible, Sendable {
         }
     }
 
+    /// What answered did not prove the family's key: a notice anyone could
+    /// send, a handshake that failed, a key refused without a word. Names and
+    /// addresses are hints; keys decide, so another device may still be tried.
+    public var isUnauthenticatedAnswer: Bool {
+        unverified || kind == .keyRejectedSilently || kind == .handshakeFailed
+    }
+
     /// The peer is there but cannot take this device now (so retry later).
     public var isBusy: Bool {
         kind == .busy || kind == .interrupted || (kind == .noPeerCouldSync && detail == "busy")
