@@ -107,6 +107,8 @@ import FamilySync
         defer { server.stop() }
         let finish = try Tools.run("peer-sync", ["connect", "--db", kid, server.address], timeout: 60)
         #expect(finish.status == 0, "\(finish.err)")
+        // What the cut-off first sync brought is not sent back to the owner it came from.
+        #expect(finish.json?.int("records", "sent") == 0, "\(finish.out)")
         #expect(try Household.digest(kid) == (try Household.digest(owner)))
         #expect(try Household.photoCount(kid) == 1)
     }
@@ -139,6 +141,13 @@ import FamilySync
         #expect(try Store(path: kid).db.scalarInt("SELECT count(*) FROM records WHERE id LIKE 'n-%'") == Int64(count))
         #expect(try Store(path: kid).device(ownerID)?.lastSyncedAt == synced, "no cursor moved")
         held.stop()
+        // The next session sends back none of what the cut-off one brought.
+        let server = try ServeProcess(db: owner, dir: dir)
+        defer { server.stop() }
+        let next = try Tools.run("peer-sync", ["connect", "--db", kid, server.address], timeout: 60)
+        #expect(next.status == 0, "\(next.err)")
+        #expect(next.json?.int("records", "sent") == 0, "\(next.out)")
+        #expect(try Household.digest(kid) == (try Household.digest(owner)))
     }
 
     /// serve stopped while a session runs names it.

@@ -10,9 +10,21 @@ extension Store {
     /// `bound` goes out pulled back to it, never below 1 ms after the version
     /// it replaced (LWW.pullBack); every other version goes out as held: once
     /// a version may be on another device, rewriting it here would make two.
-    func exportRecordBatch(after: Int64, upTo: Int64, maxCount: Int, maxBytes: Int, bound: OwnVersionBound? = nil) throws -> OutgoingBatch {
-        let s = try db.prepare("SELECT line, seq, modified_at, rid, device_id, prev_at FROM records WHERE seq > ? AND seq <= ? ORDER BY seq LIMIT ?")
-        try s.bind([.int(after), .int(upTo), .int(Int64(maxCount))])
+    /// `skipping`: a peer whose own bytes are not sent back to it (rows it
+    /// sent this store that nothing changed since: `came_from`, schema 5).
+    func exportRecordBatch(after: Int64, upTo: Int64, maxCount: Int, maxBytes: Int, bound: OwnVersionBound? = nil,
+                           skipping peer: String? = nil) throws -> OutgoingBatch {
+        let s: Statement
+        if let peer {
+            s = try db.prepare("""
+                SELECT line, seq, modified_at, rid, device_id, prev_at FROM records
+                WHERE seq > ? AND seq <= ? AND NOT (came_seq IS seq AND came_from IS ?) ORDER BY seq LIMIT ?
+                """)
+            try s.bind([.int(after), .int(upTo), .text(peer), .int(Int64(maxCount))])
+        } else {
+            s = try db.prepare("SELECT line, seq, modified_at, rid, device_id, prev_at FROM records WHERE seq > ? AND seq <= ? ORDER BY seq LIMIT ?")
+            try s.bind([.int(after), .int(upTo), .int(Int64(maxCount))])
+        }
         defer { s.reset() }
         var b = OutgoingBatch(lastSeq: after)
         while try s.step() {

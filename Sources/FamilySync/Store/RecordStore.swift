@@ -84,8 +84,9 @@ extension Store {
     /// `adoptOwnerCopiesOf`: a member's device ID, when the owner sends;
     /// `keepOwnCopiesOf`: the member's, when the owner receives.
     func applyRemoteInTransaction(_ base: UnsafePointer<UInt8>, _ scans: [RecordScan], now: Timestamp, watching: ClosedRange<Int64>?,
-                                  bound: Int64, adoptOwnerCopiesOf: [UInt8]?, keepOwnCopiesOf: [UInt8]? = nil) throws -> ApplySummary {
+                                  bound: Int64, adoptOwnerCopiesOf: [UInt8]?, keepOwnCopiesOf: [UInt8]? = nil, from peer: String? = nil) throws -> ApplySummary {
         try applying(now: now, stamping: false, watching: watching) { applier in
+            applier.cameFrom = peer.map { Array($0.utf8) }
             applier.receiveBound = bound
             applier.pullBackStopsAtHeld = true
             applier.adoptOwnerCopiesOf = adoptOwnerCopiesOf
@@ -285,10 +286,17 @@ final class RecordApplier {
     /// This device's id, when applying local edits.
     let me: [UInt8]?
     /// This device's id, when applying the owner's versions on a member: the
-    /// owner's copy of one of this device's own versions, pulled back by the
-    /// owner's clock, replaces the one held (the owner's copy is the one
-    /// every other device holds).
+    /// owner's copy of a version held here (the same edit: content and
+    /// deviceId), pulled back by the owner's clock, replaces the later-dated
+    /// one held, whoever made it (the owner's copy is the one every other
+    /// device holds: one of this device's own edits, or one the owner took
+    /// from another device relaying it, a copy of the owner's store restored
+    /// from a backup getting back its own lost edits, say).
     var adoptOwnerCopiesOf: [UInt8]?
+    /// The peer a session receives these versions from: a row stored byte for
+    /// byte as received is marked as come from it (schema version 5), and is
+    /// not sent back to it. Nil outside a session.
+    var cameFrom: [UInt8]?
     /// The member's device ID, when the owner applies that member's versions:
     /// the owner's copy of one of them stands against the same edit later-dated.
     var keepOwnCopiesOf: [UInt8]?
@@ -319,11 +327,13 @@ final class RecordApplier {
         db = store.db
         select = try db.prepare("SELECT rid, modified_at, device_id, deleted, photo_count, seq, line, prev_at FROM records WHERE id = ?")
         insert = try db.prepare("""
-            INSERT INTO records (id, type, modified_at, device_id, deleted, line, seq, photo_count, prev_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+            INSERT INTO records (id, type, modified_at, device_id, deleted, line, seq, photo_count, prev_at, came_from, came_seq)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             ON CONFLICT(id) DO NOTHING
             """)
         update = try db.prepare("""
-            UPDATE records SET type = ?2, modified_at = ?3, device_id = ?4, deleted = ?5, line = ?6, seq = ?7, photo_count = ?8, prev_at = ?9
+            UPDATE records SET type = ?2, modified_at = ?3, device_id = ?4, deleted = ?5, line = ?6, seq = ?7, photo_count = ?8, prev_at = ?9,
+                came_from = ?10, came_seq = ?11
             WHERE rid = ?1
             """)
         self.now = now
@@ -476,6 +486,14 @@ final class RecordApplier {
                 if me != nil && heldTime >= time {
                     time = heldTime + 1  // an edit supersedes the version it edits
                     prepareLine(base, r, time: time)
+                } else if clamped, r.time == heldTime, heldIsIncoming(base, r, deviceDecoded) {
+                    // The very version held, come again (relayed, or resent after a restore):
+                    // nothing to pull back, and nothing changes. Pulling it back again would
+                    // make a new version out of one every device may already hold.
+                    time = r.time
+                    prepareLine(base, r, time: time)
+                    summary.clamped -= 1
+                    clamped = false
                 } else if clamped {
                     let t = LWW.pullBack(r.time, bound: receiveBound, floor: pullBackStopsAtHeld ? heldTime : nil)
                     if t != time {
@@ -502,8 +520,8 @@ final class RecordApplier {
                         return RecordContent.same(held: Array(UnsafeRawBufferPointer(start: lp, count: Int(sqlite3_column_bytes(select.stmt, 6)))),
                                                   incoming: UnsafeRawBufferPointer(start: base + r.start, count: r.end - r.start))
                     }
-                    if !d.takeRemote, time < heldTime, let mine = adoptOwnerCopiesOf,
-                       heldDevice.elementsEqual(mine), incomingDevice.elementsEqual(mine), sameEdit() {
+                    if !d.takeRemote, time < heldTime, adoptOwnerCopiesOf != nil,
+                       heldDevice.elementsEqual(incomingDevice), sameEdit() {
                         d = LWW.Decision(takeRemote: true, rule: .ownerCopy)
                     } else if d.takeRemote, time > heldTime, let member = keepOwnCopiesOf,
                               heldDevice.elementsEqual(member), incomingDevice.elementsEqual(member), sameEdit() {
@@ -564,6 +582,14 @@ final class RecordApplier {
         }
     }
 
+    /// Whether the row `select` is on holds exactly the incoming line (its
+    /// deviceId and bytes): the same version, whatever a clamp would make of it.
+    private func heldIsIncoming(_ base: UnsafePointer<UInt8>, _ r: RecordScan, _ deviceDecoded: [UInt8]?) -> Bool {
+        guard let lp = sqlite3_column_blob(select.stmt, 6) else { return false }
+        let held = UnsafeRawBufferPointer(start: lp, count: Int(sqlite3_column_bytes(select.stmt, 6)))
+        return held.elementsEqual(UnsafeRawBufferPointer(start: base + r.start, count: r.end - r.start))
+    }
+
     /// The type and line held for an id, if any.
     private func heldVersion(_ idp: UnsafePointer<UInt8>, _ idn: Int) throws -> (type: [UInt8], line: [UInt8])? {
         let selectHeld = try self.selectHeld
@@ -614,6 +640,19 @@ final class RecordApplier {
                     sqlite3_bind_int64(s.stmt, 7, seq + 1)
                     sqlite3_bind_int64(s.stmt, 8, Int64(photoCount))
                     if let prevAt { sqlite3_bind_int64(s.stmt, 9, prevAt) } else { sqlite3_bind_null(s.stmt, 9) }
+                    // Verbatim from the session's peer: it holds these very bytes.
+                    if let from = cameFrom, scratch.isEmpty {
+                        let rc = from.withUnsafeBufferPointer { b in
+                            b.withMemoryRebound(to: CChar.self) {
+                                sqlite3_bind_text64(s.stmt, 10, $0.baseAddress, sqlite3_uint64($0.count), fs_sqlite_transient(), UInt8(SQLITE_UTF8))
+                            }
+                        }
+                        if rc != SQLITE_OK { try db.check(rc, "binding a record's origin") }
+                        sqlite3_bind_int64(s.stmt, 11, seq + 1)
+                    } else {
+                        sqlite3_bind_null(s.stmt, 10)
+                        sqlite3_bind_null(s.stmt, 11)
+                    }
                     let rc = sqlite3_step(s.stmt)
                     sqlite3_reset(s.stmt)
                     if rc != SQLITE_DONE { try db.check(rc, "writing a record") }

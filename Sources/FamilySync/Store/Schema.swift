@@ -140,6 +140,17 @@ enum Schema {
             seq INTEGER NOT NULL
         );
         """,
+        // Version 5: where a version came from. `came_from` is the device a
+        // session received the row's line from, byte for byte, and `came_seq`
+        // the change number it was stored with; the mark holds only while
+        // `came_seq = seq` (any later write gives the row a new change number),
+        // and a session never sends a row back to the device it came from
+        // (RecordBatches.swift), even when the session that brought it was cut
+        // off before its cursors moved.
+        """
+        ALTER TABLE records ADD COLUMN came_from TEXT;
+        ALTER TABLE records ADD COLUMN came_seq INTEGER;
+        """,
     ]
 
     /// The first version whose stores keep the record-state digest in `meta`.

@@ -68,6 +68,10 @@ final class SyncSession {
     /// Rows of that set the peer's records replaced before they were sent:
     /// they go out (as now held) after the rest, so the set stays the one fixed at HELLO.
     private var displaced: [Int64] = []
+    /// Rows the peer sent this store, unchanged since, are not sent back (schema 5's `came_from`).
+    private var skipPeersOwn = false
+    /// The meta key set when a session with `peer` ended with the digests apart.
+    static func resyncKey(_ peer: String) -> String { "resync_with:\(peer)" }
     private var displacedSent = 0
     private var recordsOutDone = false
     /// The clamp (docs/protocol.md §7.4), fixed at HELLO. A version leaves the
@@ -240,7 +244,14 @@ final class SyncSession {
         // the two stores was restored from a copy): neither cursor can be
         // trusted, and both sides, seeing the same four numbers, send everything.
         let continuous = h.after == mySent && h.sent == myRecv
-        sendAfter = h.after <= snapshot && continuous ? h.after : 0
+        // Both stores remember the same last session: what the peer sent us
+        // and nothing changed since, it holds (a session cut off before its
+        // cursors moved brought it). Else it may have lost it: all goes.
+        // The last session ended with the two digests apart: both send
+        // everything this time, nothing skipped, so whatever one lost comes back.
+        let resync = try store.meta(SyncSession.resyncKey(peer.device)) != nil
+        skipPeersOwn = continuous && !resync
+        sendAfter = h.after <= snapshot && continuous && !resync ? h.after : 0
         sentFrom = sendAfter
         if !continuous && family.role == .owner {
             try store.write { try store.forgetAcknowledgementPoints(member: peer.device) }
@@ -475,7 +486,7 @@ final class SyncSession {
     private func nextOutgoingBatch() throws -> OutgoingBatch? {
         if !rangeExhausted {
             let b = try store.exportRecordBatch(after: sendAfter, upTo: snapshot, maxCount: SyncLimits.recordBatchCount,
-                                                maxBytes: SyncLimits.recordBatchBytes, bound: ownBound)
+                                                maxBytes: SyncLimits.recordBatchBytes, bound: ownBound, skipping: skipPeersOwn ? peer.device : nil)
             if b.count > 0 {
                 sendAfter = b.lastSeq
                 return b
@@ -641,7 +652,7 @@ final class SyncSession {
             let keep: [UInt8]? = family.role == .owner ? Array(peer.device.utf8) : nil
             let s = try store.write {
                 try store.applyRemoteInTransaction(base, scans, now: now, watching: watching, bound: receiveBound,
-                                                   adoptOwnerCopiesOf: adopt, keepOwnCopiesOf: keep)
+                                                   adoptOwnerCopiesOf: adopt, keepOwnCopiesOf: keep, from: peer.device)
             }
             return (s, scans.count)
         }
@@ -688,6 +699,9 @@ final class SyncSession {
             }
             if let a = pendingAcknowledgement { try store.setFamilyAcknowledgement(acked: a.acked, waitingFor: a.waitingFor) }
             if let r = ownerClockReading { try store.setFamilyClockOffset(ownerClock: r.owner, localClock: r.local) }
+            // Digests apart after a whole session: one store lacks what the other holds (a copy restored
+            // after a session that was cut off). Both sides see it, and the next session sends everything.
+            try store.setMeta(SyncSession.resyncKey(peer.device), mine.digest == theirs.digest ? nil : "1")
         }
         // Durability: the session is reported synced only with its cursors on disk.
         try store.makeDurable()

@@ -94,9 +94,61 @@ final class InProcessHousehold {
         try Store(path: d.path).collectGarbage(now: clock(d))
     }
 
+    /// One session between member `m` and the owner whose connection is cut
+    /// after `bytes` have crossed it, either way (a link dropped, a laptop
+    /// closed): both sides end as they do when a connection is lost, keeping
+    /// whole batches and moving no cursor. Returns whether it completed anyway
+    /// (the cut came after everything).
+    @discardableResult
+    func interruptedSync(_ m: Device, cutAfter bytes: Int) throws -> Bool {
+        // As every tool does: a write to a connection the cut closed is EPIPE, not the end of the process.
+        signal(SIGPIPE, SIG_IGN)
+        let relay = try TCPSocket.listen(on: HostPort(host: "127.0.0.1", port: 0))
+        let relayPort = relay.localAddress()!.port
+        do {
+            _ = try sync(m, via: relay, relayPort: relayPort, cutAfter: bytes)
+            return true
+        } catch let e as SyncError where e.kind != .revokedByRoster {
+            return false
+        } catch is TLSError {
+            return false
+        } catch is ProtocolError {
+            return false
+        }
+    }
+
+    /// Forwards bytes between `a` and `b` until `limit` have crossed, then closes both.
+    static func relay(_ a: TCPSocket, _ b: TCPSocket, limit: Int) {
+        var moved = 0
+        var buf = [UInt8](repeating: 0, count: 4096)
+        defer { a.close(); b.close() }
+        while moved < limit {
+            var fds = [pollfd(fd: a.fd, events: Int16(POLLIN), revents: 0), pollfd(fd: b.fd, events: Int16(POLLIN), revents: 0)]
+            guard poll(&fds, 2, 20_000) > 0 else { return }
+            for (i, (from, to)) in [(a, b), (b, a)].enumerated() where fds[i].revents != 0 {
+                let n = buf.withUnsafeMutableBytes { Glibc.read(from.fd, $0.baseAddress, min($0.count, limit - moved)) }
+                if n <= 0 { return }
+                var off = 0
+                while off < n {
+                    let w = buf.withUnsafeBytes { Glibc.write(to.fd, $0.baseAddress! + off, n - off) }
+                    if w < 0 {
+                        if errno == EAGAIN { usleep(200); continue }
+                        return
+                    }
+                    off += w
+                }
+                moved += n
+            }
+        }
+    }
+
     /// One session between member `m` and the owner; both sides' summaries.
     @discardableResult
     func sync(_ m: Device) throws -> (client: SyncSummary, server: SyncSummary) {
+        try sync(m, via: nil, relayPort: 0, cutAfter: 0)
+    }
+
+    private func sync(_ m: Device, via relay: TCPSocket?, relayPort: UInt16, cutAfter: Int) throws -> (client: SyncSummary, server: SyncSummary) {
         let o = try Store(path: owner.path), s = try Store(path: m.path)
         let fam = try o.family()!, mfam = try s.family()!
         let key = try SessionKeys.devicePSK(deviceKey: try s.ownDeviceKey()!, family: fam.id, client: m.id, server: owner.id)
@@ -125,16 +177,27 @@ final class InProcessHousehold {
             result.withLock { $0 = r }
         }
         t.start()
-        let sock = try TCPSocket.connect(to: HostPort(host: "127.0.0.1", port: port), timeout: .seconds(10))
-        let conn = try TLSConnection(client: sock, context: try TLSContext(role: .client), identity: identity, key: key)
-        try conn.handshake(deadline: Deadline(after: .seconds(20)))
-        let client = Result {
-            try SyncSession(store: s, family: mfam, me: m.id,
-                            peer: SessionPeer(device: owner.id, address: nil, side: .client, joined: false),
-                            channel: FrameChannel(conn), options: SyncOptions(), clock: SyncClock(base: memberClock),
-                            observer: nil, verifier: verifier).run()
+        if let relay {
+            // The member reaches the owner through the relay, which cuts the link after `cutAfter` bytes.
+            nonisolated(unsafe) let r = relay
+            let limit = cutAfter
+            Thread {
+                guard (try? r.wait(for: Int16(POLLIN), deadline: Deadline(after: .seconds(20)))) == true, let inbound = try? r.accept(),
+                      let outbound = try? TCPSocket.connect(to: HostPort(host: "127.0.0.1", port: port), timeout: .seconds(10)) else { return }
+                InProcessHousehold.relay(inbound, outbound, limit: limit)
+            }.start()
+        }
+        let sock = try TCPSocket.connect(to: HostPort(host: "127.0.0.1", port: relay == nil ? port : relayPort), timeout: .seconds(10))
+        let client = Result { () throws -> SyncSummary in
+            let conn = try TLSConnection(client: sock, context: try TLSContext(role: .client), identity: identity, key: key)
+            try conn.handshake(deadline: Deadline(after: .seconds(20)))
+            return try SyncSession(store: s, family: mfam, me: m.id,
+                                   peer: SessionPeer(device: owner.id, address: nil, side: .client, joined: false),
+                                   channel: FrameChannel(conn), options: SyncOptions(), clock: SyncClock(base: memberClock),
+                                   observer: nil, verifier: verifier).run()
         }
         // The member's side may end first (a roster that revokes it): its end closes the connection, and the owner's side ends too.
+        // The owner's side is always waited for, so no session of it outlives this call.
         if case .failure = client { sock.close() }
         while result.withLock({ $0 == nil }) { usleep(500) }
         listener.close()

@@ -99,3 +99,57 @@ import Testing
         #expect(String(decoding: batch.payload, as: UTF8.self) == (try rec("b", "2026-01-02T00:00:00.000Z")).line + "\n")
     }
 }
+
+/// Records are never sent back to the peer they came from, even when the
+/// session that brought them was cut off before its cursors moved: the next
+/// session sends the member's own edits only. A store restored from a copy
+/// (its last session the same as the peer's, so the cursors cannot tell)
+/// that lost what it had sent comes back whole: the session's digests
+/// disagree, and the next one sends everything.
+@Suite struct NoEchoTests {
+    @Test func aCutOffFirstSyncIsNotSentBackAndTheNextSendsOnlyOwnEdits() throws {
+        let h = try InProcessHousehold(members: 1, start: Timestamp(rfc3339: "2026-03-01T00:00:00.000Z")!, ownerOffset: .seconds(0))
+        let m = h.members[0]
+        try h.edit(h.owner, (0..<5000).map { "{\"id\":\"o-\($0)\",\"type\":\"note\",\"data\":{\"text\":\"owner's note number \($0), long enough to fill batches\"}}" })
+        // Cut after a few of the five batches.
+        #expect(try !h.interruptedSync(m, cutAfter: 300_000))
+        let got = try InProcessHousehold.rows(m.path).count
+        #expect(got > 0 && got < 5000, "the cut fell inside the records (\(got) arrived)")
+        try h.edit(m, ["{\"id\":\"m-1\",\"type\":\"note\",\"data\":{\"v\":1}}"])
+        let (client, _) = try h.sync(m)
+        #expect(client.recordsSent == 1, "only the member's own edit goes; the \(got) that came from the owner stay")
+        #expect(try InProcessHousehold.digest(m.path) == InProcessHousehold.digest(h.owner.path))
+        // And the session after that moves nothing either way.
+        let (again, _) = try h.sync(m)
+        #expect(again.recordsSent == 0 && again.recordsReceived == 0)
+    }
+
+    @Test func aRestoreThatLostWhatACutOffSessionSentIsHealedByTheNextTwoSessions() throws {
+        let h = try InProcessHousehold(members: 1, start: Timestamp(rfc3339: "2026-03-01T00:00:00.000Z")!, ownerOffset: .seconds(0))
+        let m = h.members[0]
+        try h.sync(m)
+        let copy = h.dir + "/member-backup.db"
+        _ = try Store(path: m.path).backup(to: copy)
+        // After the copy: an edit, which a session cut off at its end delivers to the owner (no cursor moves).
+        try h.edit(m, (0..<200).map { "{\"id\":\"m-\($0)\",\"type\":\"note\",\"data\":{\"v\":\($0)}}" })
+        var delivered = false
+        for cut in stride(from: 300, through: 60_000, by: 300) {
+            let completed = try h.interruptedSync(m, cutAfter: cut)
+            #expect(!completed, "every cut tried falls inside the session")
+            if completed { break }
+            if try InProcessHousehold.rows(h.owner.path).keys.contains("m-199") { delivered = true; break }
+        }
+        #expect(delivered, "a cut fell after the member's records and before the cursors moved")
+        // The member's store is restored from the copy: it lost its 200 edits, and its cursors are the owner's.
+        for suffix in ["", "-wal", "-shm"] { unlink(m.path + suffix) }
+        try FileManager.default.copyItem(atPath: copy, toPath: m.path)
+        #expect(try InProcessHousehold.rows(m.path).keys.contains("m-0") == false)
+        // The owner does not send them back at once (they came from the member); the digests disagree, so the next session sends everything.
+        let (first, _) = try h.sync(m)
+        let (second, _) = try h.sync(m)
+        #expect(first.localDigest != first.peerDigest, "the first session sees the stores apart")
+        #expect(second.recordsReceived >= 200, "the next sends everything, the member's own included")
+        #expect(try InProcessHousehold.digest(m.path) == InProcessHousehold.digest(h.owner.path), "the restored member holds its 200 edits again")
+        #expect(try InProcessHousehold.rows(m.path).keys.contains("m-199"))
+    }
+}
