@@ -523,8 +523,14 @@ final class RecordApplier {
                     if !d.takeRemote, time < heldTime, adoptOwnerCopiesOf != nil,
                        heldDevice.elementsEqual(incomingDevice), sameEdit() {
                         d = LWW.Decision(takeRemote: true, rule: .ownerCopy)
-                    } else if d.takeRemote, time > heldTime, let member = keepOwnCopiesOf,
-                              heldDevice.elementsEqual(member), incomingDevice.elementsEqual(member), sameEdit() {
+                    } else if d.takeRemote, time > heldTime, heldDevice.elementsEqual(incomingDevice),
+                              (keepOwnCopiesOf.map { heldDevice.elementsEqual($0) } ?? false) || clamped,
+                              sameEdit() {
+                        // The member's own edit sent again later-dated, or any version this store had
+                        // to pull back of which it holds the same edit earlier-dated (a relay of one
+                        // this store pulled back before, its clock behind since it was restored): taking
+                        // it would only make a second copy of one edit, and the next relay a third.
+                        // The copy held stands and goes back to the sender.
                         d = LWW.Decision(takeRemote: false, rule: .ownerCopy)
                         summary.ownCopiesKept.append(rid)
                     }

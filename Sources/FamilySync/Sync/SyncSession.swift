@@ -248,7 +248,7 @@ final class SyncSession {
         // and nothing changed since, it holds (a session cut off before its
         // cursors moved brought it). Else it may have lost it: all goes.
         // The last session ended with the two digests apart: both send
-        // everything this time, nothing skipped, so whatever one lost comes back.
+        // everything this time, nothing held back, so whatever one lost comes back.
         let resync = try store.meta(SyncSession.resyncKey(peer.device)) != nil
         skipPeersOwn = continuous && !resync
         sendAfter = h.after <= snapshot && continuous && !resync ? h.after : 0

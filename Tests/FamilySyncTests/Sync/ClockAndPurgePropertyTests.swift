@@ -7,7 +7,8 @@ import Testing
 /// simulated months: every device's clock is off by up to a year and jumps
 /// (±30 and ±100 days), devices go offline for longer than the horizon, are
 /// revoked and join again, stores are backed up and restored (the owner's
-/// too), and edits, deletes, syncs and garbage collection come in any order.
+/// too), sessions are cut off part way (a link dropped after a random number
+/// of bytes), and edits, deletes, syncs and garbage collection come in any order.
 /// The invariants:
 /// - **convergence**: after a final round every store has the same digest;
 /// - **no resurrection**: no store holds a version a purge covered;
@@ -83,7 +84,7 @@ import Testing
             h.now = h.now.adding(.hours(Int64.random(in: 0...(24 * 14), using: &rng)))
             let d = h.all.randomElement(using: &rng)!
             let live = current()
-            switch Int.random(in: 0..<20, using: &rng) {
+            switch Int.random(in: 0..<22, using: &rng) {
             case 0...4:
                 let id = ids.randomElement(using: &rng)!
                 let held = try InProcessHousehold.rows(d.path)[id]
@@ -150,6 +151,18 @@ import Testing
                     try h.revoke(m)
                     revoked.insert(m.id)
                     log.append("revoke \(m.path.suffix(9))")
+                }
+            case 20, 21:
+                // A session whose link is cut part way (either side may have applied some batches; no cursor moves).
+                if let m = live.randomElement(using: &rng) {
+                    let cut = Int.random(in: 200...12_000, using: &rng)
+                    do {
+                        let completed = try h.interruptedSync(m, cutAfter: cut)
+                        log.append("sync \(m.path.suffix(9)) cut after \(cut) bytes\(completed ? " (completed)" : "")")
+                    } catch let e as SyncError where e.kind == .revokedByRoster {
+                        revoked.insert(m.id)
+                        log.append("sync \(m.path.suffix(9)) cut after \(cut) bytes: revoked by the roster")
+                    }
                 }
             default:
                 if let m = h.members.first(where: { revoked.contains($0.id) }) {
