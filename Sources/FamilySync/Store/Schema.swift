@@ -140,12 +140,22 @@ enum Schema {
             seq INTEGER NOT NULL
         );
         """,
+        // Version 5: a record line holds no CR (docs/design.md §2). Earlier builds
+        // kept a CR between tokens; in a valid line a CR byte can only be such
+        // whitespace (inside a string it is refused), so it becomes a space: the
+        // same JSON, and every store holding that version rewrites it alike.
+        // Store.migrate recomputes the kept digest when a line changed.
+        """
+        UPDATE records SET line = replace(line, char(13), ' ') WHERE instr(line, char(13)) > 0;
+        """,
     ]
 
     /// The first version whose stores keep the record-state digest in `meta`.
     static let keptDigestVersion: Int32 = 3
     /// The first version whose stores keep purge records and holding times.
     static let evidenceVersion: Int32 = 4
+    /// The first version whose record lines hold no CR.
+    static let noCRVersion: Int32 = 5
 
     static var currentVersion: Int32 { Int32(migrations.count) }
 }

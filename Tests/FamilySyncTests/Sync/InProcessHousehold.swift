@@ -97,6 +97,12 @@ final class InProcessHousehold {
     /// One session between member `m` and the owner; both sides' summaries.
     @discardableResult
     func sync(_ m: Device) throws -> (client: SyncSummary, server: SyncSummary) {
+        let (client, server) = try session(m)
+        return (try client.get(), try server.get())
+    }
+
+    /// One session between member `m` and the owner, however each side ended.
+    func session(_ m: Device) throws -> (client: Result<SyncSummary, any Error>, server: Result<SyncSummary, any Error>) {
         let o = try Store(path: owner.path), s = try Store(path: m.path)
         let fam = try o.family()!, mfam = try s.family()!
         let key = try SessionKeys.devicePSK(deviceKey: try s.ownDeviceKey()!, family: fam.id, client: m.id, server: owner.id)
@@ -139,7 +145,7 @@ final class InProcessHousehold {
         while result.withLock({ $0 == nil }) { usleep(500) }
         listener.close()
         let server = result.withLock { $0! }
-        return (try client.get(), try server.get())
+        return (client, server)
     }
 
     /// Every row of a store: id → (modifiedAt, deleted, deviceId, line).
