@@ -105,6 +105,9 @@ import FamilySync
         ("carriage return", "\(recordLine)\r\n", "ends with a carriage return"),
         ("leading space", " \(recordLine)\n", "bytes before or after the record object"),
         ("non-canonical time", "\(recordLine.replacingOccurrences(of: "05.006Z", with: "05.006+00:00"))\n", "modifiedAt: not in canonical form"),
+        // The record grammar of design.md §2, the same as merge-records': no CR between tokens, no key twice in data.
+        ("CR between tokens", "\(recordLine.replacingOccurrences(of: ",\"type\"", with: ",\r\"type\""))\n", "a CR (0x0D) between tokens"),
+        ("key twice in data", "\(recordLine.dropLast()),\"data\":{\"total\":\"1\",\"total\":\"2\"}}\n", "data: key 'total' appears twice in one object"),
     ])
     func recordBatchesAreStrict(_ name: String, _ payload: String, _ message: String) throws {
         let dir = TempDir()
@@ -121,6 +124,24 @@ import FamilySync
         #expect(text.contains(message), "\(name): \(text)")
         #expect(try Household.digest(owner) == before, "\(name)")
         #expect(try Household.recordCount(owner) == 0)
+    }
+
+    /// §6: a PING's payload is ignored, wherever the PING comes: the session
+    /// goes on to its end as if the PING had been empty.
+    @Test func aPingWithAPayloadIsSkipped() throws {
+        let dir = TempDir()
+        let (owner, member, server) = try PeerSyncFaultTests.pair(dir)
+        defer { server.stop() }
+        let (hello, family) = try RawPeer.opening(member, ofOwner: owner)
+        let peer = try RawPeer.member(member, ofOwner: owner, port: server.port)
+        defer { peer.drop() }
+        let ping = RawPeer.frame(0x31, Array("not empty".utf8))
+        try peer.send(ping + hello + ping + family + ping + RawPeer.frame(0x10, Array((Self.recordLine + "\n").utf8)))
+        _ = try #require(try peer.readUntil(0x11, timeout: 30))
+        try peer.send(ping + RawPeer.frame(0x11, Array("{\"count\":1,\"after\":0}".utf8)))
+        // No ERROR comes: the owner sends its DONE, and has applied our record.
+        _ = try #require(try peer.readUntil(0x30, timeout: 30))
+        #expect(try Household.recordCount(owner) == 1)
     }
 
     /// §5.1: a ClientHello that offers no PSK at all gets the notice
