@@ -82,6 +82,7 @@ public enum RecordScanner {
                             mode: RecordScanMode, workspace w: inout ScanWorkspace) throws(RecordError) -> RecordScan {
         var s = Scanner(p: base, pos: start, end: end)
         swap(&s.keys, &w.nestedKeys)
+        s.keys.removeAll(keepingCapacity: true)  // what a line that failed midway left
         defer { swap(&s.keys, &w.nestedKeys) }
         var r = RecordScan()
         s.skipSpace()
@@ -162,7 +163,6 @@ public enum RecordScanner {
 
         mutating func reset() {
             otherKeys.removeAll(keepingCapacity: true)
-            nestedKeys.removeAll(keepingCapacity: true)
             table.removeAll(keepingCapacity: false)
         }
 
