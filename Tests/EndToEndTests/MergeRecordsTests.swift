@@ -86,6 +86,8 @@ import FamilySync
         (#"{"id":"x","type":"t","modifiedAt":"2026-11-30T10:00:00Z","deviceId":"D","deleted":false,"data":"text"}"#, "2: data: not an object"),
         ("{\"id\":\"x\",\"data\":{\"a\":\"\u{01}\"}}", "2: data: control character in string at byte 24"),
         (#"{"id":"x","id":"y"}"#, "2: id: appears twice"),
+        (#"{"id":"x","type":"t","modifiedAt":"2026-11-30T10:00:00Z","deviceId":"D","deleted":false,"data":{"a":1,"a":2}}"#, "2: data: key 'a' appears twice in one object at byte 103"),
+        ("{\"id\":\"x\",\r\"type\":\"t\"}", "2: not JSON: a CR (0x0D) between tokens, which a record line never holds at byte 11"),
         ("{\"id\":\"x\",\"data\":" + String(repeating: "[", count: 200) + "}", "2: data: nesting deeper than 64 at byte 81"),
         ("{\"id\":\"" + String(repeating: "x", count: Record.maxLineBytes) + "\"}", "2: line longer than 1048576 bytes"),
     ]

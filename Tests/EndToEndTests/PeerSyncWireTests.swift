@@ -105,6 +105,9 @@ import FamilySync
         ("carriage return", "\(recordLine)\r\n", "ends with a carriage return"),
         ("leading space", " \(recordLine)\n", "bytes before or after the record object"),
         ("non-canonical time", "\(recordLine.replacingOccurrences(of: "05.006Z", with: "05.006+00:00"))\n", "modifiedAt: not in canonical form"),
+        // The record grammar of design.md §2, the same as merge-records': no CR between tokens, no key twice in data.
+        ("CR between tokens", "\(recordLine.replacingOccurrences(of: ",\"type\"", with: ",\r\"type\""))\n", "a CR (0x0D) between tokens"),
+        ("key twice in data", "\(recordLine.dropLast()),\"data\":{\"total\":\"1\",\"total\":\"2\"}}\n", "data: key 'total' appears twice in one object"),
     ])
     func recordBatchesAreStrict(_ name: String, _ payload: String, _ message: String) throws {
         let dir = TempDir()
@@ -121,6 +124,77 @@ import FamilySync
         #expect(text.contains(message), "\(name): \(text)")
         #expect(try Household.digest(owner) == before, "\(name)")
         #expect(try Household.recordCount(owner) == 0)
+    }
+
+    /// §6: a PING's payload is ignored, wherever the PING comes: the session
+    /// goes on to its end as if the PING had been empty.
+    @Test func aPingWithAPayloadIsSkipped() throws {
+        let dir = TempDir()
+        let (owner, member, server) = try PeerSyncFaultTests.pair(dir)
+        defer { server.stop() }
+        let (hello, family) = try RawPeer.opening(member, ofOwner: owner)
+        let peer = try RawPeer.member(member, ofOwner: owner, port: server.port)
+        defer { peer.drop() }
+        let ping = RawPeer.frame(0x31, Array("not empty".utf8))
+        try peer.send(ping + hello + ping + family + ping + RawPeer.frame(0x10, Array((Self.recordLine + "\n").utf8)))
+        _ = try #require(try peer.readUntil(0x11, timeout: 30))
+        try peer.send(ping + RawPeer.frame(0x11, Array("{\"count\":1,\"after\":0}".utf8)))
+        // No ERROR comes: the owner sends its DONE, and has applied our record.
+        _ = try #require(try peer.readUntil(0x30, timeout: 30))
+        #expect(try Household.recordCount(owner) == 1)
+    }
+
+    /// §9: a JOIN the owner cannot read is answered with ERROR, then
+    /// close_notify; nothing is written and the offer stays open, so the
+    /// same offer then admits the device.
+    @Test func aJoinAnsweredByErrorLeavesTheOfferOpen() throws {
+        let dir = TempDir()
+        let owner = dir.file("owner.db"), member = dir.file("member.db")
+        _ = try Household.owner(owner)
+        let offer = try Store(path: owner).makeOffer(ttl: .minutes(10), address: nil, now: Timestamp.current())
+        let server = try ServeProcess(db: owner, dir: dir)
+        defer { server.stop() }
+        let devicesBefore = try Store(path: owner).devices().count
+        let identity = SessionIdentity.pair(family: offer.family, tag: try SessionKeys.offerTag(nonce: offer.nonce, family: offer.family)).bytes
+        let peer = try RawPeer(port: server.port, identity: identity, key: try SessionKeys.pairingPSK(nonce: offer.nonce, family: offer.family))
+        try peer.send(RawPeer.frame(0x05, Array("{\"protocol\":3,\"clock\":\"2026-12-01T10:00:00.000Z\"}".utf8)))
+        let error = try #require(try peer.readUntil(0x3F, timeout: 30))
+        #expect(String(decoding: error, as: UTF8.self).contains("JOIN field 'device': missing"))
+        #expect(try peer.readFrame(timeout: 30) == nil)
+        #expect(peer.closedCleanly == true)
+        #expect(try Store(path: owner).devices().count == devicesBefore)
+        let j = try Household.join(member, server: server, offer: offer.text)
+        #expect(j.status == 0, "\(j.err)")
+    }
+
+    /// §5.1: while a session runs, every other connection is told BUSY,
+    /// whatever its identity (one that would be refused, a pairing one, one
+    /// that is not ours at all): the server decides nothing else about it.
+    @Test func everyIdentityIsToldBusyWhileASessionRuns() throws {
+        let dir = TempDir()
+        let (owner, member, server) = try PeerSyncFaultTests.pair(dir)
+        defer { server.stop() }
+        let fam = try Store(path: owner).family()!
+        let offer = try Store(path: owner).makeOffer(ttl: .minutes(10), address: nil, now: Timestamp.current())
+        let (hello, _) = try RawPeer.opening(member, ofOwner: owner)
+        let holder = try RawPeer.member(member, ofOwner: owner, port: server.port)
+        defer { holder.drop() }
+        try holder.send(hello)
+        #expect(server.waitForEvent("session") != nil)
+        let stranger = "EEEEEEEE-EEEE-4EEE-8EEE-EEEEEEEEEEEE"
+        let identities: [(String, [UInt8], SecretBytes)] = [
+            ("not an identity", Array("hello there".utf8), try SecretBytes.random(count: 32)),
+            ("another family", SessionIdentity.sync(family: stranger, client: stranger, server: fam.ownerDevice, epoch: 0).bytes, try SecretBytes.random(count: 32)),
+            ("an unknown device", SessionIdentity.sync(family: fam.id, client: stranger, server: fam.ownerDevice, epoch: 0).bytes, try SecretBytes.random(count: 32)),
+            ("an unknown offer", SessionIdentity.pair(family: fam.id, tag: String(repeating: "0", count: 32)).bytes, try SecretBytes.random(count: 32)),
+            ("an open offer", SessionIdentity.pair(family: offer.family, tag: try SessionKeys.offerTag(nonce: offer.nonce, family: offer.family)).bytes,
+             try SessionKeys.pairingPSK(nonce: offer.nonce, family: offer.family)),
+        ]
+        for (name, identity, key) in identities {
+            let p = try RawPeer(port: server.port, identity: identity, key: key)
+            defer { p.drop() }
+            #expect(try p.readFrame(timeout: 30)?.type == 0x04, "\(name)")
+        }
     }
 
     /// §5.1: a ClientHello that offers no PSK at all gets the notice

@@ -8,9 +8,13 @@ import Glibc
 /// verbatim. The general `JSONParser` builds a tree and is far too slow for
 /// millions of records per second.
 ///
-/// Rules beyond RFC 8259: the line must be one object; its top-level keys must
-/// be unique (a record with two `id`s is ambiguous); values inside `data` and
-/// unknown fields are validated but passed through untouched.
+/// Rules beyond RFC 8259 (docs/design.md §2, the one statement of them): the
+/// line must be one object; the keys of every object in it, `data` and those
+/// nested in it included, must be unique (a record with two `id`s, or a
+/// `data` with two `total`s, means different things to different readers);
+/// whitespace between tokens is space or tab only, never a CR (a line kept
+/// byte for byte must read the same to every strict receiver). Values inside
+/// `data` and unknown fields are validated but passed through untouched.
 struct RecordScan {
     /// A string value's content between its quotes (absolute offsets).
     struct StringSpan: Sendable {
@@ -77,6 +81,9 @@ public enum RecordScanner {
     static func scan(_ base: UnsafePointer<UInt8>, start: Int, end: Int,
                             mode: RecordScanMode, workspace w: inout ScanWorkspace) throws(RecordError) -> RecordScan {
         var s = Scanner(p: base, pos: start, end: end)
+        swap(&s.keys, &w.nestedKeys)
+        s.keys.removeAll(keepingCapacity: true)  // what a line that failed midway left
+        defer { swap(&s.keys, &w.nestedKeys) }
         var r = RecordScan()
         s.skipSpace()
         guard s.pos < s.end else { throw RecordError(field: nil, "empty line") }
@@ -146,6 +153,8 @@ public enum RecordScanner {
     /// keys costs 100,000 lookups rather than five billion comparisons.
     struct ScanWorkspace {
         var otherKeys: [RecordScan.StringSpan] = []
+        /// The keys of the nested objects being read (Scanner.keys), kept between lines for their capacity.
+        var nestedKeys: [RecordScan.StringSpan] = []
         /// Open addressing over indexes into `otherKeys` (-1: empty); built for this line when needed.
         private var table: [Int32] = []
         init() {}
@@ -453,16 +462,53 @@ struct Scanner {
     let p: UnsafePointer<UInt8>
     var pos: Int
     let end: Int
+    /// The keys of each nested object being read, innermost last: a stack,
+    /// so a key is compared only with its own object's keys.
+    var keys: [RecordScan.StringSpan] = []
+
+    /// An object with more keys than this is checked for a repeated key by
+    /// sorting them when it closes, not by comparing each with every other.
+    static let linearKeyCheck = 16
 
     @inline(__always)
-    func fail(_ m: String) -> JSONSyntax { JSONSyntax(offset: pos, message: m) }
+    func fail(_ m: String) -> JSONSyntax {
+        // A CR stops the whitespace of a record line (design.md §2); say so rather than "expected ...".
+        if pos < end, p[pos] == 0x0D { return JSONSyntax(offset: pos, message: "a CR (0x0D) between tokens, which a record line never holds") }
+        return JSONSyntax(offset: pos, message: m)
+    }
 
+    /// Whitespace between tokens: space and tab (a line has no LF, and a CR is refused).
     @inline(__always)
     mutating func skipSpace() {
         while pos < end {
             let c = p[pos]
-            if c == 0x20 || c == 0x09 || c == 0x0A || c == 0x0D { pos += 1 } else { return }
+            if c == 0x20 || c == 0x09 { pos += 1 } else { return }
         }
+    }
+
+    /// Notes `key` of the object whose keys start at `keys[from]`; a key
+    /// that object already has is an error.
+    @inline(__always)
+    mutating func noteKey(_ key: RecordScan.StringSpan, from: Int) throws(JSONSyntax) {
+        if keys.count - from < Scanner.linearKeyCheck {
+            for i in from..<keys.count where RecordScanner.sameKey(p, keys[i], key) { throw repeated(key) }
+        }
+        keys.append(key)
+    }
+
+    /// At the close of an object with many keys: sorts them and finds a repeat.
+    mutating func checkManyKeys(from: Int) throws(JSONSyntax) {
+        guard keys.count - from > Scanner.linearKeyCheck else { return }
+        let p = self.p
+        func bytes(_ k: RecordScan.StringSpan) -> [UInt8] {
+            k.escaped ? RecordScanner.decode(p, k) : Array(UnsafeBufferPointer(start: p + k.start, count: k.count))
+        }
+        let sorted = keys[from...].map { (bytes($0), $0) }.sorted { $0.0.lexicographicallyPrecedes($1.0) }
+        for i in 1..<sorted.count where sorted[i].0 == sorted[i - 1].0 { throw repeated(sorted[i].1) }
+    }
+
+    private func repeated(_ key: RecordScan.StringSpan) -> JSONSyntax {
+        JSONSyntax(offset: key.start - 1, message: "key '\(RecordScanner.keyName(p, key))' appears twice in one object")
     }
 
     @inline(__always)
@@ -484,11 +530,12 @@ struct Scanner {
             pos += 1
             skipSpace()
             if pos < end, p[pos] == UInt8(ascii: "}") { pos += 1; return }
+            let from = keys.count
             while true {
                 skipSpace()
                 guard pos < end else { throw fail("unexpected end of line") }
                 guard p[pos] == UInt8(ascii: "\"") else { throw fail("expected a string key") }
-                _ = try string()
+                try noteKey(try string(), from: from)
                 skipSpace()
                 guard pos < end, p[pos] == UInt8(ascii: ":") else { throw fail("expected ':'") }
                 pos += 1
@@ -497,7 +544,12 @@ struct Scanner {
                 skipSpace()
                 guard pos < end else { throw fail("unexpected end of line") }
                 if p[pos] == UInt8(ascii: ",") { pos += 1; continue }
-                if p[pos] == UInt8(ascii: "}") { pos += 1; return }
+                if p[pos] == UInt8(ascii: "}") {
+                    pos += 1
+                    try checkManyKeys(from: from)
+                    keys.removeSubrange(from...)
+                    return
+                }
                 throw fail("expected ',' or '}'")
             }
         case UInt8(ascii: "["):

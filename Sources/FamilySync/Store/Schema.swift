@@ -140,7 +140,15 @@ enum Schema {
             seq INTEGER NOT NULL
         );
         """,
-        // Version 5: where a version came from. `came_from` is the device a
+        // Version 5: a record line holds no CR (docs/design.md §2). Earlier builds
+        // kept a CR between tokens; in a valid line a CR byte can only be such
+        // whitespace (inside a string it is refused), so it becomes a space: the
+        // same JSON, and every store holding that version rewrites it alike.
+        // Store.migrate recomputes the kept digest when a line changed.
+        """
+        UPDATE records SET line = replace(line, char(13), ' ') WHERE instr(line, char(13)) > 0;
+        """,
+        // Version 6: where a version came from. `came_from` is the device a
         // session received the row's line from, byte for byte, and `came_seq`
         // the change number it was stored with; the mark holds only while
         // `came_seq = seq` (any later write gives the row a new change number),
@@ -157,6 +165,8 @@ enum Schema {
     static let keptDigestVersion: Int32 = 3
     /// The first version whose stores keep purge records and holding times.
     static let evidenceVersion: Int32 = 4
+    /// The first version whose record lines hold no CR.
+    static let noCRVersion: Int32 = 5
 
     static var currentVersion: Int32 { Int32(migrations.count) }
 }

@@ -229,8 +229,10 @@ public final class Store {
             // Re-read inside the write lock: another process may have migrated meanwhile.
             let v = Int32(try db.scalarInt("PRAGMA user_version") ?? 0)
             guard v < Schema.currentVersion else { return }
+            let linesWithCR = v > 0 && v < Schema.noCRVersion
+                ? try db.scalarInt("SELECT count(*) FROM records WHERE instr(line, char(13)) > 0") ?? 0 : 0
             for i in Int(v)..<Schema.migrations.count { try db.execute(Schema.migrations[i]) }
-            if v < Schema.keptDigestVersion { try setStoredRecordDigest(try computeRecordDigest()) }
+            if v < Schema.keptDigestVersion || linesWithCR > 0 { try setStoredRecordDigest(try computeRecordDigest()) }
             if v > 0 && v < Schema.evidenceVersion {
                 // Tombstones held until now came with no time of holding: their delete
                 // times still judge their age (Tombstones.swift). Revision 2's purge

@@ -45,7 +45,7 @@ struct FieldReader {
     func int(_ k: String, min lo: Int64 = 0, max hi: Int64 = Int64.max) throws(ProtocolError) -> Int64 {
         guard let v = value[k] else { throw fail(k, "missing") }
         // Digits only (§7: "without fraction or exponent"): 2.0 and 0e0 are not integers here.
-        guard case let .number(text) = v, let n = Int64(text), n >= lo, n <= hi else {
+        guard case let .number(text) = v, text != "-0", let n = Int64(text), n >= lo, n <= hi else {
             throw fail(k, "not a whole number from \(lo) to \(hi), written without fraction or exponent")
         }
         return n

@@ -169,10 +169,16 @@ final class SyncSession {
             _ = channel.tls.shutdown(deadline: Deadline(after: SyncLimits.errorCloseTimeout))
             emit("ended", [("outcome", .string("peer-error")), ("message", .string(e.message))])
             throw SyncError(.peerReportedError, peer: peerName, detail: e.message, outcome: .cursorsNotMoved)
+        } catch let e as SyncError where e.kind == .revokedByRoster {
+            // Not an error of the peer's: the session just ends, with close_notify and no ERROR (§6).
+            _ = channel.tls.shutdown(deadline: Deadline(after: SyncLimits.errorCloseTimeout))
+            throw e
         } catch is SessionInterrupted {
             emit("ended", [("outcome", .string("interrupted"))])
             throw SyncError(.interrupted, peer: peerName, outcome: .cursorsNotMoved)
         } catch let e as TLSError {
+            // A silent peer (§8) is given close_notify, as any end that is not an error; a lost connection has nothing to send it on.
+            if e.kind == .timeout { _ = channel.tls.shutdown(deadline: Deadline(after: SyncLimits.errorCloseTimeout)) }
             emit("ended", [("outcome", .string("vanished"))])
             throw SyncError(.connectionLost, peer: peerName, detail: e.description, outcome: .cursorsNotMoved)
         } catch let e as SocketError {

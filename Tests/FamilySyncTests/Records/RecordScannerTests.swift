@@ -81,6 +81,38 @@ import Testing
         }
     }
 
+    /// design.md §2, the one grammar of a record line (files and the wire):
+    /// the keys of every object are unique, `data` and what it nests
+    /// included, however they are spelled; whitespace is space or tab, so a
+    /// CR between tokens is refused wherever it stands.
+    @Test(arguments: [
+        (ok + #","data":{"total":"1","total":"2"}}"#, "data", "key 'total' appears twice in one object"),
+        (ok + #","data":{"a":1,"\u0061":2}}"#, "data", "key 'a' appears twice in one object"),
+        (ok + #","data":{"x":{"k":1,"j":2,"k":3}}}"#, "data", "key 'k' appears twice in one object"),
+        (ok + #","extra":[{"k":1,"k":1}]}"#, "extra", "key 'k' appears twice in one object"),
+        (ok + ",\"data\":{" + (0...40).map { "\"k\($0)\":\($0)" }.joined(separator: ",") + ",\"k7\":0}}", "data", "key 'k7' appears twice in one object"),
+        (ok + ",\r\"data\":null}", nil, "not JSON: a CR (0x0D) between tokens, which a record line never holds"),
+        (ok + ",\"data\":{\"a\":\r1}}", "data", "a CR (0x0D) between tokens, which a record line never holds"),
+        (ok + ",\"data\":{\"a\":1\r}}", "data", "a CR (0x0D) between tokens, which a record line never holds"),
+    ] as [(String, String?, String)])
+    func oneGrammarForEveryObjectInTheLine(line: String, field: String?, problem: String) {
+        do {
+            _ = try Record(line: line)
+            Issue.record("accepted: \(line)")
+        } catch {
+            #expect(error.field == field)
+            #expect(error.problem.hasPrefix(problem), "\(error.problem)")
+        }
+    }
+
+    /// The same key in two different objects, and many distinct keys, are fine.
+    @Test func keysRepeatOnlyAcrossObjects() throws {
+        let many = (0...200).map { "\"k\($0)\":{\"v\":\($0)}" }.joined(separator: ",")
+        for line in [Self.ok + #","data":{"a":{"v":1},"b":{"v":2},"v":3}}"#, Self.ok + ",\"data\":{\(many)}}", Self.ok + ",\t\"data\":{ \"a\" :\t1 }}"] {
+            #expect(throws: Never.self) { try Record(line: line) }
+        }
+    }
+
     @Test func rejectsInvalidUTF8() {
         for bad: [UInt8] in [[0xC3], [0xC0, 0xAF], [0xED, 0xA0, 0x80], [0xF4, 0x90, 0x80, 0x80], [0xFF], [0xE2, 0x82]] {
             var bytes = Array(#"{"id":"a","type":"t","modifiedAt":"2026-11-30T10:00:00Z","deviceId":"D","deleted":false,"data":{"a":""#.utf8)

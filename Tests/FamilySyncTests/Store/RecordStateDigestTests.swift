@@ -83,10 +83,36 @@ import Testing
         let expected = try store.recomputedRecordStateDigest()
         try store.db.execute("""
             UPDATE meta SET value = '\(String(repeating: "f", count: 64))' WHERE key = 'record_digest';
-            ALTER TABLE records DROP COLUMN prev_at; DROP TABLE purge_batches; DROP TABLE seq_clock; PRAGMA user_version = 2
+            ALTER TABLE records DROP COLUMN prev_at; ALTER TABLE records DROP COLUMN came_from; ALTER TABLE records DROP COLUMN came_seq;
+            DROP TABLE purge_batches; DROP TABLE seq_clock; PRAGMA user_version = 2
             """)
         let reopened = try Store(path: store.path)
         #expect(try reopened.db.scalarInt("PRAGMA user_version") == Int64(Schema.currentVersion))
         #expect(try reopened.recordStateDigest() == expected)
+    }
+
+    /// design.md §2: a record line holds no CR. A store from version 4 whose
+    /// lines kept a CR between tokens has each such CR made a space on opening
+    /// (the same JSON, so no value is lost), and its kept digest follows.
+    @Test func aStoreFromVersionFourLosesItsCRsBetweenTokens() throws {
+        let (store, dir) = try RT.store()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        _ = try RT.apply(store, (0..<5).map { RT.line("r-\($0)", "2026-11-30T10:00:00.000Z", "D1") }.joined(separator: "\n"))
+        // As an earlier build kept it: a CR after a comma and before the closing brace.
+        try store.db.execute("""
+            UPDATE records SET line = replace(replace(line, ',"type"', ','||char(13)||'"type"'), '}', char(13)||'}') WHERE id IN ('r-1', 'r-3');
+            ALTER TABLE records DROP COLUMN came_from; ALTER TABLE records DROP COLUMN came_seq;
+            PRAGMA user_version = 4
+            """)
+        let crLines = try store.db.scalarInt("SELECT count(*) FROM records WHERE instr(line, char(13)) > 0")
+        #expect(crLines == 2)
+        let reopened = try Store(path: store.path)
+        #expect(try reopened.db.scalarInt("PRAGMA user_version") == Int64(Schema.currentVersion))
+        #expect(try reopened.db.scalarInt("SELECT count(*) FROM records WHERE instr(line, char(13)) > 0") == 0)
+        #expect(try reopened.recordStateDigest() == reopened.recomputedRecordStateDigest())
+        for line in try reopened.exportRecords(afterSeq: 0, limit: 10).lines {
+            #expect(throws: Never.self) { try Record(line: line) }
+        }
+        #expect(try reopened.exportRecords(afterSeq: 0, limit: 10).lines.filter { $0.contains(", \"type\"") }.count == 2)
     }
 }

@@ -105,16 +105,15 @@ final class InProcessHousehold {
         signal(SIGPIPE, SIG_IGN)
         let relay = try TCPSocket.listen(on: HostPort(host: "127.0.0.1", port: 0))
         let relayPort = relay.localAddress()!.port
-        do {
-            _ = try sync(m, via: relay, relayPort: relayPort, cutAfter: bytes)
-            return true
-        } catch let e as SyncError where e.kind != .revokedByRoster {
-            return false
-        } catch is TLSError {
-            return false
-        } catch is ProtocolError {
-            return false
+        let (client, server) = try session(m, via: relay, relayPort: relayPort, cutAfter: bytes)
+        for side in [client, server] {
+            guard case let .failure(e) = side else { continue }
+            // Learning its revocation is no cut; anything but a lost link is a failure of its own.
+            if let e = e as? SyncError, e.kind == .revokedByRoster { throw e }
+            guard e is SyncError || e is TLSError || e is ProtocolError || e is PeerReportedError else { throw e }
         }
+        if case .success = client, case .success = server { return true }
+        return false
     }
 
     /// Forwards bytes between `a` and `b` until `limit` have crossed, then closes both.
@@ -145,10 +144,17 @@ final class InProcessHousehold {
     /// One session between member `m` and the owner; both sides' summaries.
     @discardableResult
     func sync(_ m: Device) throws -> (client: SyncSummary, server: SyncSummary) {
-        try sync(m, via: nil, relayPort: 0, cutAfter: 0)
+        let (client, server) = try session(m)
+        return (try client.get(), try server.get())
     }
 
-    private func sync(_ m: Device, via relay: TCPSocket?, relayPort: UInt16, cutAfter: Int) throws -> (client: SyncSummary, server: SyncSummary) {
+    /// One session between member `m` and the owner, however each side ended.
+    func session(_ m: Device) throws -> (client: Result<SyncSummary, any Error>, server: Result<SyncSummary, any Error>) {
+        try session(m, via: nil, relayPort: 0, cutAfter: 0)
+    }
+
+    private func session(_ m: Device, via relay: TCPSocket?, relayPort: UInt16,
+                         cutAfter: Int) throws -> (client: Result<SyncSummary, any Error>, server: Result<SyncSummary, any Error>) {
         let o = try Store(path: owner.path), s = try Store(path: m.path)
         let fam = try o.family()!, mfam = try s.family()!
         let key = try SessionKeys.devicePSK(deviceKey: try s.ownDeviceKey()!, family: fam.id, client: m.id, server: owner.id)
@@ -202,7 +208,7 @@ final class InProcessHousehold {
         while result.withLock({ $0 == nil }) { usleep(500) }
         listener.close()
         let server = result.withLock { $0! }
-        return (try client.get(), try server.get())
+        return (client, server)
     }
 
     /// Every row of a store: id → (modifiedAt, deleted, deviceId, line).

@@ -54,6 +54,23 @@ import Testing
         }
     }
 
+    /// §4.1: two statements with one version under one key (the owner never
+    /// signs two; only a forged store could hold both): the first applied
+    /// stands, the second is not newer and is ignored, whatever it says.
+    @Test func aSecondStatementWithTheSameVersionIsIgnored() throws {
+        let s = try member()
+        let me = try s.deviceID
+        let k = try Ed25519.generatePrivateKey()
+        try s.write {
+            try s.setOwnerRosterKey(try Ed25519.publicKey(privateKey: k))
+            #expect(try s.applyOwnerRoster(try statement(3, key: k, revokedDevice: t0, revokedAt: nil, member: me), family: family)
+                    == .applied(version: 3, selfRevokedAt: nil))
+            #expect(try s.applyOwnerRoster(try statement(3, key: k, revokedDevice: t0, revokedAt: t0.adding(.days(1)), member: me), family: family) == .old)
+        }
+        #expect(try s.device(revokedDevice)?.revokedAt == nil)
+        #expect(try s.heldRosterVersion == 3)
+    }
+
     @Test func theSameKeyAgainKeepsTheHeldStatement() throws {
         let s = try member()
         let me = try s.deviceID
