@@ -388,7 +388,11 @@ public enum PeerSyncCommand {
         defer { withExtendedLifetime(lock) {} }
         let (progress, _) = try observer(ctx)
         let log = ServiceLog(ctx)
-        let obs: SyncObserver = { e in progress(e); log.event(e) }
+        // Connections that never proved a key are counted, one summary a minute, not a line each.
+        let noise = KeylessNoise(clock: SyncClock(base: ctx.now)) { e in progress(e); log.event(e) }
+        noise.startTicking()
+        defer { noise.finish() }
+        let obs: SyncObserver = { e in noise.send(e) }
         ctx.keptAfterStop = { error in
             "stopped serving" + (interruptedSession(error).map { "; \(keptOfSession($0))" } ?? "")
         }
