@@ -250,7 +250,7 @@ public enum PeerSyncCommand {
             synced, ended (outcome), busy, refused (reason, message), rejected, \
             peer-hint, unreachable, revoked, warning, keyless.
 
-            serve sums up the connections that never proved a key: \
+            A listening serve sums up the connections that never proved a key: \
             rejected (a failed handshake), refused with authenticated false \
             and busy with known false (the identity named no key this device \
             holds) are not written one by one but counted, in at most one \
