@@ -260,8 +260,8 @@ public enum PeerSyncCommand {
             times of the first and the last). A summary still pending is \
             written when serve stops. Refusals over an authenticated session \
             and busy to a device whose identity named a key this device holds \
-            stay one event each, as do sessions. serve --stdio (one \
-            connection per process) writes its one connection's event as it is.
+            stay one event each, as do sessions. A serve on standard input \
+            and output has one connection, whose event it writes as it is.
             """),
             ("Security", """
             Pairing proves the offer's one-time nonce (the PSK is derived from \
