@@ -186,7 +186,6 @@ import FamilySync
         #expect(r.out.isEmpty)
         #expect(try Household.fingerprint(wrong) == before)
         #expect(try Household.fingerprint(owner) == ownerBefore)
-        #expect(server.waitForEvent("rejected")?["reason"]?.stringValue == "bad-key")
 
         // Unknown device: a copy of the member's store under another device ID.
         let clone = dir.file("clone.db")
@@ -252,6 +251,22 @@ import FamilySync
         r = try Tools.run("peer-sync", ["connect", "--db", second, server.address])
         #expect(r.status == 77)
         #expect(r.err.contains("this device was revoked"))
+
+        // serve told each refusal over an authenticated session on its own
+        // (the used offer, the revoked device); the keyless ones (the wrong
+        // key, the unknown device, the unknown offer) are summed up, written when serve stops.
+        server.stop()
+        let events = server.eventLines()
+        func reason(_ e: JSONValue) -> String? { e["reason"]?.stringValue }
+        let alone = events.filter { $0["event"]?.stringValue == "refused" }
+        #expect(alone.allSatisfy { $0["authenticated"]?.boolValue == true }, "\(alone)")
+        #expect(Set(alone.compactMap(reason)) == ["offer-used", "offer-expired", "revoked"], "\(alone)")
+        #expect(!events.contains { $0["event"]?.stringValue == "rejected" })
+        let keyless = events.filter { $0["event"]?.stringValue == "keyless" }
+        func counted(_ r: String) -> Int64 { keyless.compactMap { $0.at("reasons", r)?.int64Value }.reduce(0, +) }
+        #expect(counted("bad-key") == 1, "\(keyless)")
+        #expect(counted("unknown-device") == 1, "\(keyless)")
+        #expect(counted("unknown-offer") == 1, "\(keyless)")
     }
 
     // 5b. Revocation locks the device out of members too: the family key moves on.

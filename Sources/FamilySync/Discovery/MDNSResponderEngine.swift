@@ -32,6 +32,12 @@ import Glibc
 ///   query with the TC bit has more known answers to come in the querier's
 ///   next packets (section 7.2): it is answered 400-500 ms later, with the
 ///   known answers of every packet that came from that querier meanwhile.
+/// - Rate limits (section 6, `MulticastRateLimit`): each record is
+///   multicast on an interface at most once a second (an answer to a probe
+///   at most once per 250 ms); an answer that comes sooner waits until it
+///   may go, joining the interface's one waiting answer (a probe's is left
+///   to the prober's next probe), so a query flood makes at most one copy
+///   of each record a second.
 /// - Conflicts after start (section 9): a response that claims our names
 ///   with other data sends the engine back to probing under a new name.
 struct MDNSResponderEngine {
@@ -113,6 +119,8 @@ struct MDNSResponderEngine {
     /// The host's own name was found held by another device: not answered for.
     private(set) var systemHostNameHeldElsewhere = false
     private var pending: [(due: Deadline, interface: UInt32, answers: [DNSRecord], additionals: [DNSRecord])] = []
+    /// What was multicast where in the last second (section 6).
+    private var rateLimit = MulticastRateLimit()
     /// Truncated queries collecting known answers (section 7.2), by querier address and interface.
     private var truncated: [(source: [UInt8], interface: UInt32, due: Deadline, query: DNSMessage)] = []
 
@@ -146,7 +154,8 @@ struct MDNSResponderEngine {
         let ifs = withAddresslessGrace(given)
         let namesChanged = ad?.instance != advertisement?.instance || ad?.port != advertisement?.port
         if namesChanged || ad == nil || ifs.isEmpty {
-            if isClaimed, let old = current { out += goodbye(old, on: claimedInterfaces) }
+            // A goodbye replaces the copies caches hold: what follows may go at once.
+            if isClaimed, let old = current { out += goodbye(old, on: claimedInterfaces); rateLimit.reset() }
         }
         let hadInterfaces = !interfaces.isEmpty
         let known = Set(interfaces.map(\.index))
@@ -214,7 +223,13 @@ struct MDNSResponderEngine {
                 return out + tick()
             }
         case let .claimed(announced, next?) where next <= now:
-            if let ad = current { out += claimedInterfaces.map { Packet(message: response(allRecords(ad, $0)), destination: .group(interface: $0.index)) } }
+            if let ad = current {
+                // A record multicast less than a second ago is left out (section 6): caches have it.
+                for i in claimedInterfaces {
+                    let allowed = rateLimit.admit(allRecords(ad, i), on: i.index, at: now).now
+                    if !allowed.isEmpty { out.append(Packet(message: response(allowed), destination: .group(interface: i.index))) }
+                }
+            }
             let offsets = MDNSResponderEngine.announcementOffsetsMs
             let n = announced + 1
             phase = .claimed(announced: n, next: n < offsets.count ? (claimedAt ?? now).adding(TimeSpan(milliseconds: offsets[n])) : nil)
@@ -238,9 +253,9 @@ struct MDNSResponderEngine {
         let due = pending.filter { $0.due <= now }
         pending.removeAll { $0.due <= now }
         for p in due where !p.answers.isEmpty {
-            var m = response(p.answers)
-            m.additionals = p.additionals.filter { !p.answers.contains($0) }
-            out.append(Packet(message: m, destination: .group(interface: p.interface)))
+            if let m = limited(p.answers, additionals: p.additionals, on: p.interface, probeDefence: false) {
+                out.append(Packet(message: m, destination: .group(interface: p.interface)))
+            }
         }
         let complete = truncated.filter { $0.due <= now }
         truncated.removeAll { $0.due <= now }
@@ -266,6 +281,7 @@ struct MDNSResponderEngine {
     mutating func stop() -> [Packet] {
         defer { phase = .idle; pending.removeAll(); truncated.removeAll(); probingOn.removeAll() }
         guard isClaimed, let ad = current else { return [] }
+        rateLimit.reset()
         return goodbye(ad, on: claimedInterfaces)
     }
 
@@ -295,7 +311,7 @@ struct MDNSResponderEngine {
             }
         }
         if d.sourcePort == MDNS.port, collectKnownAnswers(m, from: d.source, on: i) { return [] }
-        return answer(m, from: d.source, port: d.sourcePort, on: i, waited: false)
+        return answer(m, from: d.source, port: d.sourcePort, on: i, waited: false, probe: !m.authorities.isEmpty)
     }
 
     /// Section 7.2: a truncated query is held for the known answers that
@@ -436,7 +452,8 @@ struct MDNSResponderEngine {
 
     /// `waited`: the query already waited (section 7.2's collection of known
     /// answers), so shared answers go at once rather than after another delay.
-    private mutating func answer(_ q: DNSMessage, from source: [UInt8], port: UInt16, on i: NetworkInterface, waited: Bool) -> [Packet] {
+    /// `probe`: the query is a probe (section 8.1), whose answer section 6 lets go sooner.
+    private mutating func answer(_ q: DNSMessage, from source: [UInt8], port: UInt16, on i: NetworkInterface, waited: Bool, probe: Bool = false) -> [Packet] {
         var answers: [DNSRecord] = []
         var extra: [DNSRecord] = []
         var shared = false
@@ -487,20 +504,47 @@ struct MDNSResponderEngine {
         // allows it): several stacks may share the port on its host (avahi,
         // a browser), and a unicast datagram reaches only one of them.
         guard shared, !waited else {
-            var m = response(answers)
-            m.additionals = extra
+            guard let m = limited(answers, additionals: extra, on: i.index, probeDefence: probe) else { return [] }
             return [Packet(message: m, destination: .group(interface: i.index))]
         }
         // One waiting answer per interface: a query that came over both
         // families, or again before the first was answered, joins it.
+        let delay = TimeSpan(milliseconds: random(MDNSResponderEngine.sharedAnswerDelayMs))
         if let k = pending.firstIndex(where: { $0.interface == i.index }) {
             for r in answers where !pending[k].answers.contains(r) { pending[k].answers.append(r) }
             for r in extra where !pending[k].additionals.contains(r) { pending[k].additionals.append(r) }
+            // The waiting answer may hold records that must wait out section
+            // 6's second; this one's records need not wait that long.
+            pending[k].due = min(pending[k].due, clock.now().adding(delay))
             return []
         }
-        let delay = TimeSpan(milliseconds: random(MDNSResponderEngine.sharedAnswerDelayMs))
         pending.append((clock.now().adding(delay), i.index, answers, extra))
         return []
+    }
+
+    /// Section 6: the response of the answers that may be multicast on
+    /// `interface` now, nil when none may. Answers that must wait join the
+    /// interface's waiting answer, due when the first of them may go; a
+    /// probe's that must wait is dropped instead (the prober asks again in
+    /// 250 ms, section 8.1, and is answered then). Additional records that
+    /// may not go now are left out (the querier asks for them if it still
+    /// needs them).
+    private mutating func limited(_ answers: [DNSRecord], additionals: [DNSRecord], on interface: UInt32, probeDefence: Bool) -> DNSMessage? {
+        let now = clock.now()
+        let a = rateLimit.admit(answers, on: interface, at: now, probeDefence: probeDefence)
+        if let next = a.next, !probeDefence {
+            if let k = pending.firstIndex(where: { $0.interface == interface }) {
+                for r in a.later where !pending[k].answers.contains(r) { pending[k].answers.append(r) }
+                for r in additionals where !pending[k].additionals.contains(r) { pending[k].additionals.append(r) }
+                pending[k].due = min(pending[k].due, next)
+            } else {
+                pending.append((next, interface, a.later, additionals))
+            }
+        }
+        guard !a.now.isEmpty else { return nil }
+        var m = response(a.now)
+        m.additionals = rateLimit.admit(additionals.filter { !answers.contains($0) }, on: interface, at: now).now
+        return m
     }
 
     // MARK: Records

@@ -75,6 +75,15 @@ public enum SyncLimits {
     /// notice sent): OpenSSH's LoginGraceTime. A TLS 1.3 PSK handshake is one
     /// round trip, so even a slow link needs a fraction of this.
     public static let preAuthGrace = TimeSpan.seconds(5)
+    /// How often `serve` reports connections that never proved a key (a
+    /// failed handshake, an unauthenticated refusal or BUSY): one summary per
+    /// interval, counts per reason, instead of a line each, so a flood of
+    /// hundreds a second costs the journal a line a minute.
+    public static let keylessSummaryInterval = TimeSpan.minutes(1)
+    /// Distinct source addresses one summary counts; past this it says
+    /// "at least" (`addressesCapped`), so a flood from many addresses holds
+    /// no more memory than this.
+    public static let keylessAddressLimit = 4096
     /// Connections the kernel queues before the acceptor takes them: enough
     /// for a burst of several pools' worth.
     public static let listenBacklog: Int32 = 64

@@ -310,14 +310,18 @@ final class ServerGate: @unchecked Sendable {
         let deadline = Deadline(after: SyncLimits.preAuthGrace)
         var decision: ServerDecision?
         var busy = false
+        // Whether the identity named a key this device holds: BUSY to such a
+        // device is reported on its own; to any other it is keyless noise.
+        var known = false
         // Nothing scarce is taken on the ClientHello: its binder proves only
         // that someone once held the key (a ClientHello can be replayed). The
         // slot is reserved once the handshake has completed with the key and
         // a fresh (EC)DHE share, which a replayer cannot do (§5.1).
         guard let conn = try? TLSConnection(server: sock, context: context, lookup: { [unowned self] identity in
             entry.progressed()
-            if slot.isTaken { busy = true; decision = nil; return .noKey }
             let d = decide(identity)
+            known = d.key != nil
+            if slot.isTaken { busy = true; decision = nil; return .noKey }
             decision = d
             guard let key = d.key else { return .noKey }
             return .key(key)
@@ -360,7 +364,7 @@ final class ServerGate: @unchecked Sendable {
         }
         defer { pool.leave(entry) }
         if busy {
-            emit("busy", [("from", .string(from))])
+            emit("busy", [("from", .string(from)), ("known", .bool(known || conn.isAuthenticated))])
             ServerGate.sendNotice(.busy, BusyReply.json(), on: channel, deadline: noticeDeadline)
             return
         }

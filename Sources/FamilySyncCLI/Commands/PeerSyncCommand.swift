@@ -41,7 +41,10 @@ public enum PeerSyncCommand {
         at most \(SyncLimits.preAuthGrace) and a thread of its own; at most \
         \(SyncLimits.preAuthLimit) such are held, and past that the one stalled \
         longest is dropped, so idle or half-open connections cannot hold up a \
-        real peer. Each session's JSON summary is printed on standard \
+        real peer. Standard error, when not a terminal, has the listening \
+        address, a line per session and per refusal to a device that proved \
+        its key, and for connections that never did one summary a minute \
+        (see Events). Each session's JSON summary is printed on standard \
         output as one line. Runs until interrupted, or with --once until the first session ends. \
         With --stdio it serves the one session already connected to its \
         standard input and output instead (run by ssh, inetd or a systemd \
@@ -245,7 +248,20 @@ public enum PeerSyncCommand {
             progress (phase, wave, bytes, rate, records and photos received \
             and sent, photos unavailable), done-sent, done-received, \
             synced, ended (outcome), busy, refused (reason, message), rejected, \
-            peer-hint, unreachable, revoked, warning.
+            peer-hint, unreachable, revoked, warning, keyless.
+
+            A listening serve sums up the connections that never proved a key: \
+            rejected (a failed handshake), refused with authenticated false \
+            and busy with known false (the identity named no key this device \
+            holds) are not written one by one but counted, in at most one \
+            keyless event a minute: connections, reasons (the count per \
+            reason), addresses (distinct source addresses, counted up to \
+            4096; addressesCapped when there were more), first and last (the \
+            times of the first and the last). A summary still pending is \
+            written when serve stops. Refusals over an authenticated session \
+            and busy to a device whose identity named a key this device holds \
+            stay one event each, as do sessions. A serve on standard input \
+            and output has one connection, whose event it writes as it is.
             """),
             ("Security", """
             Pairing proves the offer's one-time nonce (the PSK is derived from \
@@ -388,7 +404,11 @@ public enum PeerSyncCommand {
         defer { withExtendedLifetime(lock) {} }
         let (progress, _) = try observer(ctx)
         let log = ServiceLog(ctx)
-        let obs: SyncObserver = { e in progress(e); log.event(e) }
+        // Connections that never proved a key are counted, one summary a minute, not a line each.
+        let noise = KeylessNoise(clock: SyncClock(base: ctx.now)) { e in progress(e); log.event(e) }
+        noise.startTicking()
+        defer { noise.finish() }
+        let obs: SyncObserver = { e in noise.send(e) }
         ctx.keptAfterStop = { error in
             "stopped serving" + (interruptedSession(error).map { "; \(keptOfSession($0))" } ?? "")
         }

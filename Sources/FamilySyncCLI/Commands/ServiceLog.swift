@@ -4,8 +4,9 @@ import FamilySync
 
 /// What `peer-sync serve` says on standard error when it is not a terminal
 /// (run as a service: journald keeps each line): the listening address at
-/// start, one line per session and one per refusal. A terminal gets the
-/// progress display instead.
+/// start, one line per session and one per refusal to a device that proved
+/// its key; connections that never did are summed up in one line per
+/// interval (`KeylessNoise`). A terminal gets the progress display instead.
 final class ServiceLog: @unchecked Sendable {
     private let name: String
     let enabled: Bool
@@ -36,11 +37,26 @@ final class ServiceLog: @unchecked Sendable {
             from = field("from")
         case "refused", "rejected":
             line("refused \(field("from") ?? "a peer"): \(field("reason") ?? "refused"): \(field("message") ?? "")")
+        case "keyless":
+            line(ServiceLog.keylessLine(e))
         case "busy" where field("from") != nil:
             line("busy: told \(field("from")!) to retry (a session is running)")
         default:
             break
         }
+    }
+
+    /// The journal's line for a `keyless` summary: how many, from how many
+    /// addresses, when, and the count per reason.
+    static func keylessLine(_ e: SyncEvent) -> String {
+        func value(_ k: String) -> JSONValue? { e.fields.first { $0.0 == k }?.1 }
+        let n = value("connections")?.int64Value ?? 0
+        let a = value("addresses")?.int64Value ?? 0
+        let capped = value("addressesCapped")?.boolValue == true ? "at least " : ""
+        var reasons: [String] = []
+        if case let .object(r)? = value("reasons") { reasons = r.map { "\($0.0) \($0.1.int64Value ?? 0)" } }
+        return "\(n) connection\(n == 1 ? "" : "s") without a key of this family from \(capped)\(a) address\(a == 1 ? "" : "es") "
+            + "(\(value("first")?.stringValue ?? "?") to \(value("last")?.stringValue ?? "?")): \(reasons.joined(separator: ", "))"
     }
 
     /// One line for an ended session; a failed one is already on stderr as a warning.

@@ -55,13 +55,15 @@ import Testing
         while let w = e.nextWake, w <= clock.now { _ = e.tick() }
     }
 
-    /// An engine that has claimed its names on eth0 and sent its announcements: nothing is due.
+    /// An engine that has claimed its names on eth0 and sent its
+    /// announcements a second ago (so each record may be multicast again): nothing is due.
     static func announcedEngine(_ clock: ManualClock, _ probe: Probe = Probe(),
                                 pick: @escaping (ClosedRange<Int64>) -> Int64 = { $0.lowerBound }) -> MDNSResponderEngine {
         var e = engine(clock, probe, pick: pick)
         claim(&e, clock)
         clock.advance(by: .seconds(5))
         settle(&e, clock)
+        clock.advance(by: MulticastRateLimit.interval)
         return e
     }
 
@@ -181,7 +183,10 @@ import Testing
         #expect(winner.nextWake == clock2.now.adding(MDNSResponderEngine.probeInterval))
         for _ in 0..<3 { clock2.advance(by: MDNSResponderEngine.probeInterval); _ = winner.tick() }
         #expect(winner.isClaimed)
-        // Claimed, it defends the name: the other device's next probe is answered at once, by multicast.
+        // Claimed, it defends the name: the other device's next probe is
+        // answered at once, by multicast, though its announcement went out
+        // only a quarter second ago (section 6's exception for probes).
+        clock2.advance(by: MulticastRateLimit.probeDefenceInterval)
         let defence = winner.receive(Self.datagram(theirProbe([10, 0, 0, 1])))
         #expect(defence.count == 1)
         #expect(defence.first?.destination == .group(interface: 2))
@@ -272,7 +277,9 @@ import Testing
         let m = try #require(out.first).message
         #expect(m.answers.map(\.data) == [.ptr(Self.ad.instanceName)])
         #expect(m.additionals.count == 4)   // SRV, TXT, A, AAAA
-        // A question for a record only this device holds is answered at once.
+        // A question for a record only this device holds is answered at
+        // once (a second after it went out as an additional record).
+        clock.advance(by: MulticastRateLimit.interval)
         let srv = e.receive(Self.datagram(Self.query([DNSQuestion(name: Self.ad.instanceName, type: DNSType.srv.rawValue)])))
         #expect(srv.count == 1)
         #expect(srv.first?.message.answers.map(\.data.type) == [DNSType.srv.rawValue])
@@ -333,7 +340,9 @@ import Testing
         #expect(out.first?.destination == .group(interface: Self.eth0.index))
         #expect(out.first?.message.answers == [ptr])
 
-        // A continuation that is truncated too waits again, from its arrival.
+        // A continuation that is truncated too waits again, from its arrival
+        // (a second later, when the PTR may be multicast again).
+        clock.advance(by: MulticastRateLimit.interval)
         #expect(e.receive(Self.datagram(truncated)).isEmpty)
         clock.advance(by: TimeSpan(milliseconds: 300))
         #expect(e.receive(Self.datagram(truncated)).isEmpty)
@@ -413,6 +422,7 @@ import Testing
         #expect(Set(announced.map(\.destination)) == [.group(interface: Self.eth0.index), .group(interface: Self.wlan0.index)])
         #expect(announced.allSatisfy { $0.message.isResponse })
         #expect(e.claimedInterfaces == [Self.eth0, Self.wlan0])
+        clock.advance(by: MulticastRateLimit.interval)
         #expect(asked(on: Self.wlan0).first?.destination == .group(interface: Self.wlan0.index))
     }
 
