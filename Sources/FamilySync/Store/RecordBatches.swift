@@ -11,7 +11,7 @@ extension Store {
     /// it replaced (LWW.pullBack); every other version goes out as held: once
     /// a version may be on another device, rewriting it here would make two.
     /// `skipping`: a peer whose own bytes are not sent back to it (rows it
-    /// sent this store that nothing changed since: `came_from`, schema 5).
+    /// sent this store that nothing changed since: `came_from`, schema 6).
     func exportRecordBatch(after: Int64, upTo: Int64, maxCount: Int, maxBytes: Int, bound: OwnVersionBound? = nil,
                            skipping peer: String? = nil) throws -> OutgoingBatch {
         let s: Statement

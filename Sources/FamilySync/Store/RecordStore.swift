@@ -294,7 +294,7 @@ final class RecordApplier {
     /// from a backup getting back its own lost edits, say).
     var adoptOwnerCopiesOf: [UInt8]?
     /// The peer a session receives these versions from: a row stored byte for
-    /// byte as received is marked as come from it (schema version 5), and is
+    /// byte as received is marked as come from it (schema version 6), and is
     /// not sent back to it. Nil outside a session.
     var cameFrom: [UInt8]?
     /// The member's device ID, when the owner applies that member's versions:
@@ -486,7 +486,7 @@ final class RecordApplier {
                 if me != nil && heldTime >= time {
                     time = heldTime + 1  // an edit supersedes the version it edits
                     prepareLine(base, r, time: time)
-                } else if clamped, r.time == heldTime, heldIsIncoming(base, r, deviceDecoded) {
+                } else if clamped, r.time == heldTime, heldIsIncoming(base, r) {
                     // The very version held, come again (relayed, or resent after a restore):
                     // nothing to pull back, and nothing changes. Pulling it back again would
                     // make a new version out of one every device may already hold.
@@ -588,9 +588,9 @@ final class RecordApplier {
         }
     }
 
-    /// Whether the row `select` is on holds exactly the incoming line (its
-    /// deviceId and bytes): the same version, whatever a clamp would make of it.
-    private func heldIsIncoming(_ base: UnsafePointer<UInt8>, _ r: RecordScan, _ deviceDecoded: [UInt8]?) -> Bool {
+    /// Whether the row `select` is on holds exactly the incoming line, byte
+    /// for byte: the same version, whatever a clamp would make of it.
+    private func heldIsIncoming(_ base: UnsafePointer<UInt8>, _ r: RecordScan) -> Bool {
         guard let lp = sqlite3_column_blob(select.stmt, 6) else { return false }
         let held = UnsafeRawBufferPointer(start: lp, count: Int(sqlite3_column_bytes(select.stmt, 6)))
         return held.elementsEqual(UnsafeRawBufferPointer(start: base + r.start, count: r.end - r.start))

@@ -68,7 +68,7 @@ final class SyncSession {
     /// Rows of that set the peer's records replaced before they were sent:
     /// they go out (as now held) after the rest, so the set stays the one fixed at HELLO.
     private var displaced: [Int64] = []
-    /// Rows the peer sent this store, unchanged since, are not sent back (schema 5's `came_from`).
+    /// Rows the peer sent this store, unchanged since, are not sent back (schema 6's `came_from`).
     private var skipPeersOwn = false
     /// The meta key set when a session with `peer` ended with the digests apart.
     static func resyncKey(_ peer: String) -> String { "resync_with:\(peer)" }
@@ -250,11 +250,11 @@ final class SyncSession {
         // the two stores was restored from a copy): neither cursor can be
         // trusted, and both sides, seeing the same four numbers, send everything.
         let continuous = h.after == mySent && h.sent == myRecv
-        // Both stores remember the same last session: what the peer sent us
-        // and nothing changed since, it holds (a session cut off before its
-        // cursors moved brought it). Else it may have lost it: all goes.
-        // The last session ended with the two digests apart: both send
-        // everything this time, nothing held back, so whatever one lost comes back.
+        // Both stores remember the same last session, so what the peer sent us
+        // (unchanged since) it holds, even if a session cut off before its
+        // cursors moved brought it: that is not sent back. But when the last
+        // session ended with the two digests apart, both send everything this
+        // time, nothing held back, so whatever one store lost comes back.
         let resync = try store.meta(SyncSession.resyncKey(peer.device)) != nil
         skipPeersOwn = continuous && !resync
         sendAfter = h.after <= snapshot && continuous && !resync ? h.after : 0
