@@ -9,6 +9,9 @@
 # own interfaces (now or at the next boot). An avahi-daemon already
 # installed is left exactly as it is. To use the one installed here as the
 # host's responder: systemctl unmask avahi-daemon.service avahi-daemon.socket
+# openssh-server, whose sshd the tests run on a namespace's loopback, is
+# masked the same way (ssh.service and ssh.socket), so installing it opens
+# no ssh port on the host; an sshd already installed is left as it is.
 set -eu
 missing=$(grep -hv '^\s*#' "$@" | grep . | while read -r p; do
     dpkg-query -W -f='${Status}\n' "$p" 2>/dev/null | grep -q 'ok installed' || echo "$p"
@@ -29,6 +32,13 @@ case " $(echo $missing) " in
     if [ -d /run/systemd/system ]; then
         echo "masking avahi-daemon.service and avahi-daemon.socket: the tests run their own avahi-daemon in a network namespace"
         $sudo systemctl mask avahi-daemon.service avahi-daemon.socket >/dev/null
+    fi ;;
+esac
+case " $(echo $missing) " in
+*" openssh-server "*)
+    if [ -d /run/systemd/system ]; then
+        echo "masking ssh.service and ssh.socket: the tests run their own sshd in a network namespace"
+        $sudo systemctl mask ssh.service ssh.socket >/dev/null
     fi ;;
 esac
 $sudo apt-get update -qq
