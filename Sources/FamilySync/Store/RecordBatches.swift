@@ -14,17 +14,12 @@ extension Store {
     /// sent this store that nothing changed since: `came_from`, schema 6).
     func exportRecordBatch(after: Int64, upTo: Int64, maxCount: Int, maxBytes: Int, bound: OwnVersionBound? = nil,
                            skipping peer: String? = nil) throws -> OutgoingBatch {
-        let s: Statement
-        if let peer {
-            s = try db.prepare("""
-                SELECT line, seq, modified_at, rid, device_id, prev_at FROM records
-                WHERE seq > ? AND seq <= ? AND NOT (came_seq IS seq AND came_from IS ?) ORDER BY seq LIMIT ?
-                """)
-            try s.bind([.int(after), .int(upTo), .text(peer), .int(Int64(maxCount))])
-        } else {
-            s = try db.prepare("SELECT line, seq, modified_at, rid, device_id, prev_at FROM records WHERE seq > ? AND seq <= ? ORDER BY seq LIMIT ?")
-            try s.bind([.int(after), .int(upTo), .int(Int64(maxCount))])
-        }
+        // With no peer, `came_from IS NULL` holds only where `came_seq` is NULL too: nothing is skipped.
+        let s = try db.prepare("""
+            SELECT line, seq, modified_at, rid, device_id, prev_at FROM records
+            WHERE seq > ? AND seq <= ? AND NOT (came_seq IS seq AND came_from IS ?) ORDER BY seq LIMIT ?
+            """)
+        try s.bind([.int(after), .int(upTo), peer.map { .text($0) } ?? .null, .int(Int64(maxCount))])
         defer { s.reset() }
         var b = OutgoingBatch(lastSeq: after)
         while try s.step() {

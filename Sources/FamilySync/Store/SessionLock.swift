@@ -18,7 +18,6 @@ import Synchronization
 /// on it, SQLite's own included.
 public final class SessionLock: Sendable {
     private let fd: Int32
-    private let path: String
     private let held = Atomic<Bool>(false)
 
     /// The byte locked: past any offset SQLite uses, and past any store's size.
@@ -27,9 +26,8 @@ public final class SessionLock: Sendable {
     static let getLock: Int32 = 36
     static let setLock: Int32 = 37
 
-    private init(fd: Int32, path: String) {
+    private init(fd: Int32) {
         self.fd = fd
-        self.path = path
     }
 
     /// One per store file (by device and inode) and process.
@@ -45,7 +43,7 @@ public final class SessionLock: Sendable {
             // Write access is what a write lock needs; nothing is ever written through it.
             let fd = open(path, O_RDWR | O_CLOEXEC)
             guard fd >= 0 else { throw StoreError(.cannotLock, path: path, detail: String(cString: strerror(errno))) }
-            let l = SessionLock(fd: fd, path: path)
+            let l = SessionLock(fd: fd)
             map[key] = l
             return l
         }

@@ -123,8 +123,7 @@ public final class TCPSocket {
     }
 
     private func setNonBlocking() throws {
-        let flags = fcntl(fd, F_GETFL)
-        guard flags >= 0, fcntl(fd, F_SETFL, flags | O_NONBLOCK) == 0 else { throw SocketError("fcntl", address: address) }
+        _ = try FamilySync.setNonBlocking(fd, what: address)
     }
 
     /// No Nagle delay (small control frames go at once) and TCP keepalive, so a
