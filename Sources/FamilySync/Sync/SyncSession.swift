@@ -283,33 +283,9 @@ final class SyncSession {
         }
 
         // FAMILY: roster, revocations, the newest proof; the family key for a member that is behind.
-        // The owner signs the roster and says what every device has acknowledged.
-        let roster = try store.devices().map { RosterEntry(device: $0.deviceID, role: $0.role, joinedAt: $0.joinedAt, revokedAt: $0.revokedAt) }
-        var signed: SignedRoster? = nil, rosterKey: [UInt8]? = nil
-        var ack: (acked: Int64, waitingFor: [(device: String, lastSynced: Timestamp?)])? = nil
-        if family.role == .owner {
-            try store.write {
-                signed = try store.ownerSignedRoster(family: family)
-                rosterKey = try store.ownerRosterPublicKey()
-            }
-            ack = try store.familyAcknowledgement(for: peer.device)
-        } else {
-            signed = try store.heldRoster()
-        }
-        var key: SecretBytes? = nil
-        if family.role == .owner, h.epoch < (try store.familyEpoch) { key = try store.familySecret() }
-        let maxDevices = Int64(family.role == .owner ? try store.maxDevices : Int(try store.meta("family_max_devices") ?? "") ?? Store.defaultMaxDevices)
-        let outgoing = EntitlementExchange.outgoingProof(store, verifier: verifier, now: clock.now())
-        if let problem = outgoing.problem { emit("warning", [("message", .string("no proof sent: \(problem)"))]) }
-        summary.proofSent = outgoing.jws != nil
-        let fm = FamilyMessage(owner: family.ownerDevice, epoch: try store.familyEpoch, maxDevices: maxDevices,
-                               devices: Array(roster.prefix(FamilyMessage.maxRosterEntries)),
-                               proof: outgoing.jws, policy: EntitlementExchange.policy(store), familyKey: key)
-        var message = fm
-        message.roster = signed
-        message.rosterKey = rosterKey
-        message.acked = ack?.acked
-        message.waitingFor = ack?.waitingFor ?? []
+        let (message, proofSent) = try FamilyStatement.make(store: store, family: family, peer: peer.device, peerEpoch: h.epoch,
+                                                            verifier: verifier, now: clock.now()) { emit("warning", [("message", .string($0))]) }
+        summary.proofSent = proofSent
         channel.sendSecret(.family, json: message.json)
         let g = try nextFrame(expecting: "FAMILY")
         guard g.type == .family else { throw ProtocolError("expected FAMILY, got \(g.type.name)") }
@@ -352,75 +328,15 @@ final class SyncSession {
         return DisplayText.escaped(m)
     }
 
-    /// Applies the peer's FAMILY. The owner takes nothing from a member's
-    /// roster; a member takes the roster only as the owner signed it, and
-    /// the family key, policy and acknowledgements only from the owner.
+    /// Applies the peer's FAMILY in one transaction (FamilyStatement.swift);
+    /// a member keeps the owner's acknowledgement until the session completes.
     private func apply(_ m: FamilyMessage, from h: HelloMessage) throws {
-        guard m.owner == family.ownerDevice else { throw ProtocolError("FAMILY names owner \(m.owner), not \(family.ownerDevice)") }
-        let fromOwner = h.device == family.ownerDevice
-        let now = clock.now()
-        var newKey = false
-        var received = EntitlementExchange.Received.none
-        var rosterOutcome: Store.RosterOutcome?
-        var adopted: (version: Int64, revoked: [String], unknown: [String])?
-        try store.write {
-            if family.role == .member {
-                if fromOwner, let k = m.rosterKey {
-                    guard k.count == Ed25519.keyBytes else { throw ProtocolError("FAMILY field 'rosterKey': not a 32-byte key") }
-                    try store.setOwnerRosterKey(k)
-                }
-                if let r = m.roster { rosterOutcome = try store.applyOwnerRoster(r, family: family) }
-            }
-            if fromOwner {
-                if let p = m.policy, p != (try store.proofPolicy()) { try store.setProofPolicy(p) }
-                if let k = m.familyKey, m.epoch > (try store.familyEpoch) {
-                    try store.setFamilyKey(k, epoch: m.epoch)
-                    newKey = true
-                }
-                if let a = m.acked { pendingAcknowledgement = (a, m.waitingFor) }
-            }
-            if family.role == .owner, let r = m.roster {
-                // Its own statement, newer than the one it holds: this store went back in time.
-                adopted = try store.adoptOwnRoster(r, family: family, peerEpoch: h.epoch)
-            }
-            if let p = m.proof {
-                received = try EntitlementExchange.receiveInTransaction(p, from: h.device, store: store, verifier: verifier, now: now)
-            }
+        let r = try store.write {
+            try FamilyStatement.receiveInTransaction(m, from: h.device, peerEpoch: h.epoch, store: store, family: family, verifier: verifier, now: clock.now())
         }
-        switch rosterOutcome {
-        case let .applied(version, selfRevokedAt)?:
-            emit("roster", [("version", .int(version))])
-            if let t = selfRevokedAt {
-                // The owner's own signed word: this device is out of the family.
-                try EntitlementExchange.dropToFree(store, now: t)
-                emit("revoked", [("device", .string(me)), ("revokedAt", .string(t.rfc3339))])
-                throw SyncError(.revokedByRoster, detail: t.rfc3339)
-            }
-        case let .rejected(why)?:
-            emit("warning", [("message", .string("roster from \(peerName) ignored: \(why)"))])
-        case .old?, nil:
-            break
-        }
-        if let adopted {
-            emit("roster", [("version", .int(adopted.version)), ("adopted", .bool(true)), ("revoked", .array(adopted.revoked.map { .string($0) }))])
-            for d in adopted.unknown {
-                emit("warning", [("message", .string("device \(d) joined after this store's copy was taken; its device key is not in this store, so it must pair again with a new offer"))])
-            }
-        }
-        if newKey {
-            // The old family key's pages leave the log and the file now, not at some later checkpoint.
-            _ = try? store.scrubReplacedSecrets()
-            emit("family-key", [("epoch", .int(m.epoch))])
-        }
-        summary.proofReceived = received
-        switch received {
-        case .none: break
-        case let .known(until): emit("proof", [("state", .string("known")), ("until", .optional(until?.rfc3339))])
-        case let .kept(until): emit("proof", [("state", .string("kept")), ("until", .optional(until?.rfc3339))])
-        case let .rejected(reason, detail):
-            emit("proof", [("state", .string("rejected")), ("reason", .string(reason)), ("detail", .string(detail))])
-        case .notJudged: emit("proof", [("state", .string("not-judged"))])
-        }
+        if let a = r.acknowledgement { pendingAcknowledgement = a }
+        summary.proofReceived = r.proof
+        try FamilyStatement.settle(r, store: store, me: me, peerName: peerName) { name, fields in emit(name, fields) }
     }
 
     // MARK: The main loop
