@@ -159,6 +159,35 @@ enum Schema {
         ALTER TABLE records ADD COLUMN came_from TEXT;
         ALTER TABLE records ADD COLUMN came_seq INTEGER;
         """,
+        // Version 7: bundles (docs/protocol.md §12b, BundleLedger.swift). Per
+        // peer: how far of its changes bundles brought here without a gap
+        // (`recv`), how far of ours it acknowledged in its bundles (`sent`),
+        // the number of the last bundle written to it and the highest applied
+        // from it, whether the next bundle to it carries everything, and the
+        // photos it said it wants. `bundle_ranges`: parts applied past `recv`;
+        // `bundle_parts`: every part applied, so a replay changes nothing.
+        """
+        CREATE TABLE bundle_peers (
+            peer TEXT PRIMARY KEY,
+            recv INTEGER NOT NULL DEFAULT 0,
+            sent INTEGER NOT NULL DEFAULT 0,
+            written INTEGER NOT NULL DEFAULT 0,
+            applied INTEGER NOT NULL DEFAULT 0,
+            resend INTEGER NOT NULL DEFAULT 0,
+            wants TEXT NOT NULL DEFAULT ''
+        ) WITHOUT ROWID;
+        CREATE TABLE bundle_ranges (
+            peer TEXT NOT NULL,
+            after INTEGER NOT NULL,
+            up_to INTEGER NOT NULL,
+            PRIMARY KEY (peer, after, up_to)
+        ) WITHOUT ROWID;
+        CREATE TABLE bundle_parts (
+            id TEXT PRIMARY KEY,
+            peer TEXT NOT NULL,
+            applied_at INTEGER NOT NULL
+        ) WITHOUT ROWID;
+        """,
     ]
 
     /// The first version whose stores keep the record-state digest in `meta`.

@@ -21,6 +21,7 @@ extension Store {
     /// takes everything (a store admitted to its family again). Call inside a transaction.
     func resetAllCursorsInTransaction() throws {
         try db.run("UPDATE devices SET sent_seq = 0, recv_seq = 0")
+        try resetBundleCursorsInTransaction()
     }
 
     /// How far of `peer`'s changes this store holds (0: a first contact, a full sync).

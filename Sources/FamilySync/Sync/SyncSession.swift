@@ -545,31 +545,7 @@ final class SyncSession {
         let (s, count) = try payload.withUnsafeBufferPointer { buf throws -> (ApplySummary, Int) in
             // Never nil: the payload was checked to be non-empty.
             let base = buf.baseAddress!
-            var scans: [RecordScan] = []
-            var workspace = RecordScanner.ScanWorkspace()
-            var lineNumber = 0
-            var start = 0
-            while start < buf.count {
-                // Stops within the payload: it was checked to end with 0x0A.
-                var end = start
-                while base[end] != 0x0A { end += 1 }
-                lineNumber += 1
-                func bad(_ problem: String) -> ProtocolError {
-                    ProtocolError("RECORDS line \(lineNumber) (record \(summary.recordsReceived + Int64(scans.count) + 1)): \(problem)")
-                }
-                guard end > start else { throw bad("empty line") }
-                guard base[start] == UInt8(ascii: "{"), base[end - 1] == UInt8(ascii: "}") else {
-                    throw bad(base[end - 1] == 0x0D ? "ends with a carriage return (lines end with 0x0A alone)"
-                                                    : "bytes before or after the record object")
-                }
-                guard end - start <= Record.maxLineBytes else { throw bad("line longer than \(Record.maxLineBytes) bytes") }
-                let r: RecordScan
-                do { r = try RecordScanner.scan(base, start: start, end: end, mode: .exchanged, workspace: &workspace) } catch { throw bad("\(error)") }
-                // A non-canonical time would be rewritten here and leave the sender's copy different.
-                guard r.isTimeCanonical(base) else { throw bad("modifiedAt: not in canonical form YYYY-MM-DDTHH:MM:SS.sssZ") }
-                scans.append(r)
-                start = end + 1
-            }
+            let scans = try IncomingRecords.scan(base, count: buf.count, recordsBefore: summary.recordsReceived)
             let adopt: [UInt8]? = family.role == .member && peer.device == family.ownerDevice ? Array(me.utf8) : nil
             let keep: [UInt8]? = family.role == .owner ? Array(peer.device.utf8) : nil
             let s = try store.write {

@@ -1,0 +1,110 @@
+/// What bundles (docs/protocol.md §12b) have moved, per peer, kept apart
+/// from the session cursors so neither kind of exchange can mislead the
+/// other (schema 7). A peer's changes count as held only up to where the
+/// applied parts meet without a gap; a part applied early waits in
+/// `bundle_ranges` until the gap before it is filled.
+extension Store {
+    struct BundlePeerState {
+        /// How far of the peer's changes bundles brought here without a gap.
+        var recv: Int64 = 0
+        /// How far of ours the peer acknowledged in its bundles.
+        var sent: Int64 = 0
+        /// The number of the last bundle written to the peer.
+        var written: Int64 = 0
+        /// The highest bundle number applied from the peer.
+        var applied: Int64 = 0
+        /// The next bundle to the peer carries everything, nothing held back.
+        var resend = false
+        /// Photos the peer said it wants (hashes).
+        var wants: [String] = []
+    }
+
+    func bundlePeer(_ peer: String) throws -> BundlePeerState {
+        let s = try db.prepare("SELECT recv, sent, written, applied, resend, wants FROM bundle_peers WHERE peer = ?")
+        try s.bind([.text(peer)])
+        defer { s.reset() }
+        guard try s.step() else { return BundlePeerState() }
+        let wants = s.text(5)
+        return BundlePeerState(recv: s.int64(0), sent: s.int64(1), written: s.int64(2), applied: s.int64(3), resend: s.int64(4) != 0,
+                               wants: wants.isEmpty ? [] : wants.split(separator: " ").map(String.init))
+    }
+
+    func setBundlePeerInTransaction(_ peer: String, _ p: BundlePeerState) throws {
+        try db.run("""
+            INSERT INTO bundle_peers (peer, recv, sent, written, applied, resend, wants) VALUES (?, ?, ?, ?, ?, ?, ?)
+            ON CONFLICT(peer) DO UPDATE SET recv = excluded.recv, sent = excluded.sent, written = excluded.written,
+                applied = excluded.applied, resend = excluded.resend, wants = excluded.wants
+            """, [.text(peer), .int(p.recv), .int(p.sent), .int(p.written), .int(p.applied), .int(p.resend ? 1 : 0),
+                  .text(p.wants.joined(separator: " "))])
+    }
+
+    /// Whether the part `id` was applied here already.
+    func bundlePartApplied(_ id: String) throws -> Bool {
+        try db.scalarInt("SELECT 1 FROM bundle_parts WHERE id = ?", [.text(id)]) != nil
+    }
+
+    /// Records the part `id` as applied, covering the peer's changes in
+    /// (after, upTo], and returns the peer's gap-free cursor after it.
+    func recordBundlePartInTransaction(_ id: String, peer: String, after: Int64, upTo: Int64, now: Timestamp) throws -> Int64 {
+        try db.run("INSERT INTO bundle_parts (id, peer, applied_at) VALUES (?, ?, ?)", [.text(id), .text(peer), .int(now.milliseconds)])
+        var state = try bundlePeer(peer)
+        try db.run("INSERT OR IGNORE INTO bundle_ranges (peer, after, up_to) VALUES (?, ?, ?)", [.text(peer), .int(after), .int(upTo)])
+        // Ranges that now meet the cursor move it; the rest wait.
+        let next = try db.prepare("SELECT after, up_to FROM bundle_ranges WHERE peer = ? AND after <= ? ORDER BY up_to DESC LIMIT 1")
+        while true {
+            try next.bind([.text(peer), .int(state.recv)])
+            let found = try next.step() ? next.int64(1) : nil
+            next.reset()
+            guard let end = found else { break }
+            try db.run("DELETE FROM bundle_ranges WHERE peer = ? AND after <= ?", [.text(peer), .int(state.recv)])
+            guard end > state.recv else { continue }
+            state.recv = end
+        }
+        try setBundlePeerInTransaction(peer, state)
+        return state.recv
+    }
+
+    /// Forgets every bundle cursor (with the session cursors, when a revoked
+    /// member is admitted again): the next bundle each way carries everything.
+    func resetBundleCursorsInTransaction() throws {
+        try db.run("DELETE FROM bundle_ranges")
+        try db.run("UPDATE bundle_peers SET recv = 0, sent = 0, resend = 1")
+    }
+
+    /// Gives `rids` new change numbers, so the next export to a peer carries
+    /// them again (copies this store keeps in place of the peer's, which the
+    /// peer lacks). Inside a write transaction; returns how many it used.
+    func resendRowsInTransaction(_ rids: [Int64]) throws -> Int64 {
+        guard !rids.isEmpty else { return 0 }
+        let first = try currentChangeSeq
+        var seq = first
+        let u = try db.prepare("UPDATE records SET seq = ?, came_from = NULL, came_seq = NULL WHERE rid = ?")
+        for rid in Set(rids).sorted() {
+            try u.bind([.int(seq + 1), .int(rid)])
+            _ = try u.step()
+            u.reset()
+            if db.changes == 1 { seq += 1 }
+        }
+        try setMeta("change_seq", String(seq))
+        return seq - first
+    }
+
+    /// The photos live records changed in (after, upTo] name that this store holds, in hash order.
+    func heldPhotos(namedByChangesAfter after: Int64, upTo: Int64) throws -> [String] {
+        let s = try db.prepare("""
+            SELECT DISTINCT rp.sha256 FROM records r JOIN record_photos rp ON rp.record = r.rid
+            WHERE r.seq > ? AND r.seq <= ? AND EXISTS (SELECT 1 FROM photos p WHERE p.sha256 = rp.sha256)
+            ORDER BY rp.sha256
+            """)
+        try s.bind([.int(after), .int(upTo)])
+        defer { s.reset() }
+        var out: [String] = []
+        while try s.step() { out.append(s.text(0)) }
+        return out
+    }
+
+    /// Whether a live record here names the photo `sha256`.
+    func photoIsNamed(_ sha256: String) throws -> Bool {
+        try db.scalarInt("SELECT 1 FROM record_photos WHERE sha256 = ? LIMIT 1", [.text(sha256)]) != nil
+    }
+}
