@@ -34,6 +34,15 @@ extension ToolError {
             self.init(ToolError.status(e, command: command), ToolError.message(e, command: command))
         case let e as SQLiteError:
             self.init(ToolError.status(e), e.description)
+        case let e as BundleError:
+            let status: ExitStatus
+            switch e.kind {
+            case .malformed, .replayed, .stale: status = .dataError
+            case .notForUs: status = .noPermission
+            case .busy: status = .tempFail
+            case .usage: status = .usage
+            }
+            self.init(status, e.message)
         default:
             self.init(.software, "\(error)")
         }

@@ -13,8 +13,9 @@ extension Store {
         var written: Int64 = 0
         /// The highest bundle number applied from the peer.
         var applied: Int64 = 0
-        /// The next bundle to the peer carries everything, nothing held back.
-        var resend = false
+        /// Nonzero: bundles to the peer carry everything, nothing held back,
+        /// until it acknowledges this change number (Int64.max: none written yet).
+        var resendUntil: Int64 = 0
         /// Photos the peer said it wants (hashes).
         var wants: [String] = []
     }
@@ -25,7 +26,7 @@ extension Store {
         defer { s.reset() }
         guard try s.step() else { return BundlePeerState() }
         let wants = s.text(5)
-        return BundlePeerState(recv: s.int64(0), sent: s.int64(1), written: s.int64(2), applied: s.int64(3), resend: s.int64(4) != 0,
+        return BundlePeerState(recv: s.int64(0), sent: s.int64(1), written: s.int64(2), applied: s.int64(3), resendUntil: s.int64(4),
                                wants: wants.isEmpty ? [] : wants.split(separator: " ").map(String.init))
     }
 
@@ -34,7 +35,7 @@ extension Store {
             INSERT INTO bundle_peers (peer, recv, sent, written, applied, resend, wants) VALUES (?, ?, ?, ?, ?, ?, ?)
             ON CONFLICT(peer) DO UPDATE SET recv = excluded.recv, sent = excluded.sent, written = excluded.written,
                 applied = excluded.applied, resend = excluded.resend, wants = excluded.wants
-            """, [.text(peer), .int(p.recv), .int(p.sent), .int(p.written), .int(p.applied), .int(p.resend ? 1 : 0),
+            """, [.text(peer), .int(p.recv), .int(p.sent), .int(p.written), .int(p.applied), .int(p.resendUntil),
                   .text(p.wants.joined(separator: " "))])
     }
 
@@ -44,31 +45,34 @@ extension Store {
     }
 
     /// Records the part `id` as applied, covering the peer's changes in
-    /// (after, upTo], and returns the peer's gap-free cursor after it.
-    func recordBundlePartInTransaction(_ id: String, peer: String, after: Int64, upTo: Int64, now: Timestamp) throws -> Int64 {
+    /// (after, upTo], moves `state.recv` as far as the applied parts now meet
+    /// without a gap, and keeps `state`.
+    func recordBundlePartInTransaction(_ id: String, peer: String, after: Int64, upTo: Int64, state: inout BundlePeerState, now: Timestamp) throws {
         try db.run("INSERT INTO bundle_parts (id, peer, applied_at) VALUES (?, ?, ?)", [.text(id), .text(peer), .int(now.milliseconds)])
-        var state = try bundlePeer(peer)
         try db.run("INSERT OR IGNORE INTO bundle_ranges (peer, after, up_to) VALUES (?, ?, ?)", [.text(peer), .int(after), .int(upTo)])
         // Ranges that now meet the cursor move it; the rest wait.
-        let next = try db.prepare("SELECT after, up_to FROM bundle_ranges WHERE peer = ? AND after <= ? ORDER BY up_to DESC LIMIT 1")
+        let next = try db.prepare("SELECT max(up_to) FROM bundle_ranges WHERE peer = ? AND after <= ?")
         while true {
             try next.bind([.text(peer), .int(state.recv)])
-            let found = try next.step() ? next.int64(1) : nil
+            let end = try next.step() && !next.isNull(0) ? next.int64(0) : nil
             next.reset()
-            guard let end = found else { break }
+            guard let end else { break }
             try db.run("DELETE FROM bundle_ranges WHERE peer = ? AND after <= ?", [.text(peer), .int(state.recv)])
-            guard end > state.recv else { continue }
-            state.recv = end
+            state.recv = max(state.recv, end)
         }
         try setBundlePeerInTransaction(peer, state)
-        return state.recv
+    }
+
+    /// Forgets the parts of `peer`'s applied past the cursor (its store went back in time: its numbers mean other changes now).
+    func forgetBundleRangesInTransaction(of peer: String) throws {
+        try db.run("DELETE FROM bundle_ranges WHERE peer = ?", [.text(peer)])
     }
 
     /// Forgets every bundle cursor (with the session cursors, when a revoked
     /// member is admitted again): the next bundle each way carries everything.
     func resetBundleCursorsInTransaction() throws {
         try db.run("DELETE FROM bundle_ranges")
-        try db.run("UPDATE bundle_peers SET recv = 0, sent = 0, resend = 1")
+        try db.run("UPDATE bundle_peers SET recv = 0, sent = 0, resend = 9223372036854775807")
     }
 
     /// Gives `rids` new change numbers, so the next export to a peer carries

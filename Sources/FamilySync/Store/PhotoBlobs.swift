@@ -60,8 +60,13 @@ extension Store {
     /// chunk through incremental blob I/O, so neither SQLite nor the caller
     /// builds a buffer the size of the photo; all in one transaction.
     func keepVerifiedPhoto(_ chunks: [ArraySlice<UInt8>], size: Int, sha256: String, now: Timestamp) throws {
+        try write { try keepVerifiedPhotoInTransaction(chunks, size: size, sha256: sha256, now: now) }
+    }
+
+    /// The same, inside the caller's write transaction (a bundle's part is applied in one).
+    func keepVerifiedPhotoInTransaction(_ chunks: [ArraySlice<UInt8>], size: Int, sha256: String, now: Timestamp) throws {
         precondition(chunks.reduce(0) { $0 + $1.count } == size, "photo chunks do not add up to its size")
-        try write {
+        do {
             try db.run("INSERT OR IGNORE INTO photos (sha256, size, added_at, bytes) VALUES (?, ?, ?, zeroblob(?))",
                        [.text(sha256), .int(Int64(size)), .int(now.milliseconds), .int(Int64(size))])
             guard db.changes == 1, size > 0 else { return }

@@ -163,7 +163,7 @@ enum Schema {
         // peer: how far of its changes bundles brought here without a gap
         // (`recv`), how far of ours it acknowledged in its bundles (`sent`),
         // the number of the last bundle written to it and the highest applied
-        // from it, whether the next bundle to it carries everything, and the
+        // from it, until which acknowledgement bundles to it carry everything, and the
         // photos it said it wants. `bundle_ranges`: parts applied past `recv`;
         // `bundle_parts`: every part applied, so a replay changes nothing.
         """

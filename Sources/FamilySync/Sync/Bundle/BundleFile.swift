@@ -27,6 +27,10 @@ public struct BundleError: Error, CustomStringConvertible, Sendable {
         /// For another device or family, from a device this store does not
         /// know or has revoked, or sealed with a key this device lacks (77).
         case notForUs
+        /// A session or another bundle holds the store's one session slot (75).
+        case busy
+        /// The command cannot do this (a device that is not a current peer, --max-bytes too small) (64).
+        case usage
     }
     public var kind: Kind
     public var message: String

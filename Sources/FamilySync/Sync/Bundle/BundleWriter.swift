@@ -1,0 +1,187 @@
+/// What a bundle says before its data (docs/protocol.md §12b): the writer,
+/// its clock and family-key epoch, how far of the reader's changes it holds from bundles, and the
+/// photos it wants.
+struct BundleHead {
+    var device: String
+    var role: FamilyInfo.Role
+    var clock: Timestamp
+    var epoch: Int64
+    var ack: Int64
+    /// The writer's change counter when it wrote the part.
+    var changes: Int64
+    var wants: [String]
+
+    var json: JSONValue {
+        .object([("protocol", .int(Int64(SyncProtocol.version))), ("device", .string(device)), ("role", .string(role.rawValue)),
+                 ("clock", .string(clock.rfc3339)), ("epoch", .int(epoch)), ("ack", .int(ack)), ("changes", .int(changes)), ("wants", .array(wants.map { .string($0) }))])
+    }
+
+    init(device: String, role: FamilyInfo.Role, clock: Timestamp, epoch: Int64, ack: Int64, changes: Int64, wants: [String]) {
+        (self.device, self.role, self.clock, self.epoch, self.ack, self.changes, self.wants) = (device, role, clock, epoch, ack, changes, wants)
+    }
+
+    init(_ f: Frame) throws(ProtocolError) {
+        let r = try FieldReader(f).renamed("bundle head")
+        _ = try r.protocolVersion(who: "bundle's writer")
+        device = try r.uuid("device")
+        guard let role = FamilyInfo.Role(rawValue: try r.string("role", maxBytes: 16)) else { throw ProtocolError("bundle head field 'role': not 'owner' or 'member'") }
+        self.role = role
+        clock = try r.time("clock")
+        epoch = try r.int("epoch")
+        ack = try r.int("ack")
+        changes = try r.int("changes")
+        guard case let .array(list)? = r.value["wants"], list.count <= BundleLimits.maxWanted else {
+            throw ProtocolError("bundle head field 'wants': not an array of at most \(BundleLimits.maxWanted) photo hashes")
+        }
+        wants = try list.map { v throws(ProtocolError) in
+            guard case let .string(h) = v, PhotoHash.isValid(h) else { throw ProtocolError("bundle head field 'wants': not a list of SHA-256 hashes in lower-case hex") }
+            return h
+        }
+    }
+}
+
+/// The photo hashes records name: 64 lower-case hex digits.
+enum PhotoHash {
+    static func isValid(_ h: String) -> Bool {
+        h.utf8.count == 64 && h.utf8.allSatisfy { (0x30...0x39).contains($0) || (0x61...0x66).contains($0) }
+    }
+}
+
+/// What `peer-sync bundle` wrote.
+public struct BundleWriteSummary: Sendable {
+    public var to: String
+    public var parts: [String] = []
+    public var bytes: Int64 = 0
+    public var records: Int64 = 0
+    public var clamped: Int64 = 0
+    public var photos: Int64 = 0
+    public var purgeRecords: Int64 = 0
+    /// The range of this device's change numbers the bundle covers.
+    public var after: Int64 = 0
+    public var upTo: Int64 = 0
+    /// Everything, nothing held back (a first bundle, or after a restore on either side).
+    public var full = false
+    public var write: Int64 = 0
+}
+
+/// Writes what `peer` has not acknowledged in bundles yet, as one bundle
+/// of one or more parts (§12b): each part a head, FAMILY, the owner's
+/// purge records (first part), record batches in change order each with
+/// the photos its records name that this store holds, and an end frame.
+/// A part applies on its own, in any order; its records and their photos
+/// travel together. Own versions leave the store under the same bound as in
+/// a session between members (the family's clock as this device reads it,
+/// + the clamp window), and are kept as sent.
+enum BundleWriter {
+    static func write(store: Store, family: FamilyInfo, me: String, to peer: String, path: String, maxBytes: Int64?,
+                      now: Timestamp, verifier: ProofVerifier, warn: (String) -> Void) throws -> BundleWriteSummary {
+        let kind = try BundleWriter.keyKind(family: family, me: me, peer: peer)
+        var state = try store.bundlePeer(peer)
+        let full = state.resendUntil != 0
+        let start = full ? 0 : state.sent
+        let snapshot = try store.currentChangeSeq
+        let epoch = try store.familyEpoch
+        let bound: OwnVersionBound? = family.role == .owner ? nil : OwnVersionBound(limit: LWW.bound(clock: try store.familyTime(at: now)))
+        let purges: [[UInt8]] = family.role == .owner || start == 0
+            ? try store.write { try store.purgePayloads(after: start, upTo: snapshot, all: family.role != .owner, family: family) } : []
+        guard let secret = try BundleKeys.secret(for: BundleHeader(family: family.id, from: me, to: peer, key: kind, epoch: epoch, id: "", write: 0, part: 0),
+                                                 store: store, family: family, me: me) else {
+            throw BundleError(.notForUs, "this store holds no key for \(peer)")
+        }
+        let (familyMessage, _) = try FamilyStatement.make(store: store, family: family, peer: peer, peerEpoch: epoch, verifier: verifier, now: now, warn: warn)
+        var familyJSON = Array(familyMessage.json.serialized.utf8)
+        defer { familyJSON.withUnsafeMutableBytes { _ = $0.initializeMemory(as: UInt8.self, repeating: 0) } }
+        let wants = try store.wantedPhotos(limit: BundleLimits.maxWanted)
+        let write = state.written + 1
+        var summary = BundleWriteSummary(to: peer, after: start, upTo: snapshot, full: full, write: write)
+
+        var partAfter = start
+        var partRecords: Int64 = 0, partPhotos: Int64 = 0, partPurges: Int64 = 0
+        var sentPhotos = Set<String>()
+        var finished: [BundleSealer] = []
+
+        func partPath(_ n: Int) -> String { n == 1 ? path : "\(path).\(n)" }
+        func open(after: Int64) throws -> BundleSealer {
+            let n = finished.count + 1
+            guard n <= BundleLimits.maxParts else { throw BundleError(.malformed, "the bundle would need more than \(BundleLimits.maxParts) parts; give a larger --max-bytes") }
+            let header = BundleHeader(family: family.id, from: me, to: peer, key: kind, epoch: epoch, id: Hex.encode(try secureRandomBytes(16)), write: write, part: Int64(n))
+            let s = try BundleSealer(path: partPath(n), header: header, secret: secret)
+            try s.append(.hello, Array(BundleHead(device: me, role: family.role, clock: now, epoch: epoch,
+                                                   ack: state.recv, changes: snapshot, wants: wants).json.serialized.utf8))
+            try s.append(.family, familyJSON)
+            partAfter = after
+            (partRecords, partPhotos, partPurges) = (0, 0, 0)
+            return s
+        }
+        func close(_ s: BundleSealer, upTo: Int64) throws {
+            try s.append(.done, Array(JSONValue.object([("after", .int(partAfter)), ("upTo", .int(upTo)), ("records", .int(partRecords)),
+                                                        ("photos", .int(partPhotos)), ("purgeBatches", .int(partPurges))]).serialized.utf8))
+            try s.finish()
+            summary.bytes += s.plaintextBytes
+            finished.append(s)
+        }
+        func addPhoto(_ hash: String, to s: BundleSealer) throws {
+            guard !sentPhotos.contains(hash), let loc = try store.photoLocation(hash) else { return }
+            sentPhotos.insert(hash)
+            let reader = PhotoBlobReader(store: store, rowid: loc.rowid, size: loc.size)
+            let digest = Hex.decode(hash) ?? []
+            repeat {
+                var payload = digest
+                for shift in stride(from: 56, through: 0, by: -8) { payload.append(UInt8(truncatingIfNeeded: UInt64(loc.size) >> UInt64(shift))) }
+                for shift in stride(from: 56, through: 0, by: -8) { payload.append(UInt8(truncatingIfNeeded: UInt64(reader.offset) >> UInt64(shift))) }
+                try reader.readChunk(max: SyncLimits.photoChunkBytes, into: &payload)
+                try s.append(.photoData, payload)
+            } while !reader.isFinished
+            partPhotos += 1
+            summary.photos += 1
+        }
+
+        var s = try open(after: start)
+        for p in purges {
+            try s.append(.purged, p)
+            partPurges += 1
+            summary.purgeRecords += Int64((p.count - Ed25519.signatureBytes) / PurgeEntry.encodedBytes)
+        }
+        // Photos the peer said it wants go first: the records naming them are there already.
+        for h in state.wants { try addPhoto(h, to: s) }
+        var cursor = start
+        while true {
+            let b = try store.exportRecordBatch(after: cursor, upTo: snapshot, maxCount: SyncLimits.recordBatchCount,
+                                                maxBytes: SyncLimits.recordBatchBytes, bound: bound, skipping: full ? nil : peer)
+            guard b.count > 0 else { break }
+            let photos = try store.heldPhotos(namedByChangesAfter: cursor, upTo: b.lastSeq).filter { !sentPhotos.contains($0) }
+            if let maxBytes {
+                var size = Int64(b.payload.count + Frame.headerBytes)
+                for h in photos { size += Int64(try store.photoLocation(h)?.size ?? 0) }
+                if partRecords > 0 || partPhotos > 0, s.plaintextBytes + size > maxBytes {
+                    try close(s, upTo: cursor)
+                    s = try open(after: cursor)
+                }
+            }
+            if !b.clamped.isEmpty || !b.released.isEmpty {
+                // Own edits leave this store now, pulled back if need be, and are kept as sent (§7.4).
+                try store.write {
+                    try store.releaseInTransaction(b.released)
+                    _ = try store.adoptClampedInTransaction(b.clamped)
+                }
+                summary.clamped += Int64(b.clamped.count)
+            }
+            try s.append(.records, b.payload)
+            partRecords += Int64(b.count)
+            summary.records += Int64(b.count)
+            for h in photos { try addPhoto(h, to: s) }
+            cursor = b.lastSeq
+        }
+        try close(s, upTo: snapshot)
+        summary.parts = finished.map(\.path)
+        state.written = write
+        if full { state.resendUntil = snapshot }
+        try store.write { try store.setBundlePeerInTransaction(peer, state) }
+        return summary
+    }
+
+    /// Owner ↔ member bundles are sealed with the member's device key, member ↔ member ones with the family key.
+    static func keyKind(family: FamilyInfo, me: String, peer: String) throws -> BundleHeader.KeyKind {
+        me == family.ownerDevice || peer == family.ownerDevice ? .device : .family
+    }
+}
