@@ -221,7 +221,7 @@ public enum PeerSyncCommand {
         bytes) that is cleared when the session ends; serve's listening line \
         and one line per session stay. --events gets every event as NDJSON.
         """,
-        subcommands: [serve, join, connect, discover, revoke, rename, status],
+        subcommands: [serve, join, connect, discover, bundle, unbundle, revoke, rename, status],
         seeAlso: AllTools.seeAlso(except: "peer-sync"),
         extraSections: [
             ("Summary", """
@@ -293,7 +293,9 @@ public enum PeerSyncCommand {
         case "rename": return try runRename(ctx)
         case "status": return try runStatus(ctx)
         case "discover": return try runDiscover(ctx)
-        default: throw ToolError.usage("missing command (one of: serve, join, connect, discover, revoke, rename, status)")
+        case "bundle": return try runBundle(ctx)
+        case "unbundle": return try runUnbundle(ctx)
+        default: throw ToolError.usage("missing command (one of: serve, join, connect, discover, bundle, unbundle, revoke, rename, status)")
         }
     }
 
@@ -678,12 +680,17 @@ public enum PeerSyncCommand {
 
     /// The device the DEVICE argument names: its ID or a unique prefix of 4 characters or more.
     static func device(_ ctx: ToolContext, _ store: Store) throws -> DeviceInfo {
-        let wanted = (ctx.args.argument("DEVICE") ?? "").uppercased()
-        guard wanted.utf8.count >= 4 else { throw ToolError.usage("DEVICE: give the device ID or at least 4 of its first characters") }
+        try device(matching: ctx.args.argument("DEVICE") ?? "", option: "DEVICE", store)
+    }
+
+    /// The device `given` names (`option` names it in errors): its ID or a unique prefix of 4 characters or more.
+    static func device(matching given: String, option: String, _ store: Store) throws -> DeviceInfo {
+        let wanted = given.uppercased()
+        guard wanted.utf8.count >= 4 else { throw ToolError.usage("\(option): give the device ID or at least 4 of its first characters") }
         let matches = try store.devices().filter { $0.deviceID.hasPrefix(wanted) }
-        guard !matches.isEmpty else { throw ToolError(.dataError, "DEVICE: no device of this family starts with '\(wanted)'") }
+        guard !matches.isEmpty else { throw ToolError(.dataError, "\(option): no device of this family starts with '\(wanted)'") }
         guard matches.count == 1 else {
-            throw ToolError.usage("DEVICE: '\(wanted)' matches \(matches.count) devices (\(matches.map(\.deviceID).joined(separator: ", "))); give more of it")
+            throw ToolError.usage("\(option): '\(wanted)' matches \(matches.count) devices (\(matches.map(\.deviceID).joined(separator: ", "))); give more of it")
         }
         return matches[0]
     }
@@ -795,5 +802,9 @@ extension PeerSyncCommand {
         case stdio
         case via
         case timeout
+        case to
+        case output
+        case maxBytes = "max-bytes"
+        case reply
     }
 }

@@ -30,7 +30,7 @@ enum BundleApplier {
                       emit: (String, [(String, JSONValue)]) -> Void) throws -> BundleApplySummary {
         let opener = try BundleOpener(path: path)
         let h = opener.header
-        func refuse(_ kind: BundleError.Kind, _ why: String) -> BundleError { BundleError(kind, "\(path): \(why)") }
+        func refuse(_ kind: BundleError.Kind, _ why: String) -> BundleError { BundleError(kind, "\(path): \(why)", from: h.from) }
         guard h.family == family.id else { throw refuse(.notForUs, "a bundle of family \(h.family), not this store's family \(family.id)") }
         guard h.to == me else { throw refuse(.notForUs, "a bundle for device \(h.to), not this device (\(me))") }
         guard h.from != me else { throw refuse(.notForUs, "a bundle this device wrote (for \(h.to))") }

@@ -34,9 +34,12 @@ public struct BundleError: Error, CustomStringConvertible, Sendable {
     }
     public var kind: Kind
     public var message: String
-    public init(_ kind: Kind, _ message: String) {
+    /// The device that wrote the bundle, when the refusal knows it (a replayed or stale part).
+    public var from: String?
+    public init(_ kind: Kind, _ message: String, from: String? = nil) {
         self.kind = kind
         self.message = message
+        self.from = from
     }
     public var description: String { message }
 }
