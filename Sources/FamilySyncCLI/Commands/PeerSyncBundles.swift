@@ -26,7 +26,7 @@ extension PeerSyncCommand {
         runs it exits 75.
         """,
         options: [CommonOptions.db,
-                  OptionSpec("to", valueName: "DEVICE", help: "The device the bundle is for: its ID or a unique prefix of it (4 characters or more).", completion: revocable),
+                  OptionSpec("to", valueName: "DEVICE", help: "The device the bundle is for: its name, its ID, or a unique prefix of its ID (4 characters or more).", completion: revocable),
                   OptionSpec("output", short: "o", valueName: "PATH", help: "Where to write the bundle (a regular file; parts after the first go to PATH.2, PATH.3, ...).", completion: .file),
                   OptionSpec("max-bytes", valueName: "SIZE", help: "Cut the bundle into parts of at most about SIZE bytes each (a number, or with K, M or G for KiB, MiB, GiB; at least \(BundleLimits.minPartBytes >> 20)M)."),
                   root, CommonOptions.now, CommonOptions.quiet],
@@ -64,7 +64,9 @@ extension PeerSyncCommand {
         guard let to = ctx.args.value(Option.to) else { throw ToolError.usage("--to: which device the bundle is for") }
         guard let path = ctx.args.value(Option.output), !path.isEmpty else { throw ToolError.usage("-o/--output: where to write the bundle") }
         let store = try ctx.store(create: false)
-        let peer = try device(matching: to, option: "--to", store)
+        // A device's name, as the owner's roster carries it, names it too.
+        let named = try store.devices().filter { $0.name == to }
+        let peer = named.count == 1 ? named[0] : try device(matching: to, option: "--to", store)
         return try writeBundle(ctx, store: store, to: peer.deviceID, path: path, option: "-o")
     }
 

@@ -145,17 +145,30 @@ enum BundleWriter {
         // Photos the peer said it wants go first: the records naming them are there already.
         for h in state.wants { try addPhoto(h, to: s) }
         var cursor = start
+        // With a cap, a batch shrinks until it and its photos fit the part's room (a lone record always goes).
+        var count = SyncLimits.recordBatchCount
         while true {
-            let b = try store.exportRecordBatch(after: cursor, upTo: snapshot, maxCount: SyncLimits.recordBatchCount,
+            let b = try store.exportRecordBatch(after: cursor, upTo: snapshot, maxCount: count,
                                                 maxBytes: SyncLimits.recordBatchBytes, bound: bound, skipping: full ? nil : peer)
             guard b.count > 0 else { break }
             let photos = try store.heldPhotos(namedByChangesAfter: cursor, upTo: b.lastSeq).filter { !sentPhotos.contains($0) }
             if let maxBytes {
                 var size = Int64(b.payload.count + Frame.headerBytes)
-                for h in photos { size += Int64(try store.photoLocation(h)?.size ?? 0) }
-                if partRecords > 0 || partPhotos > 0, s.plaintextBytes + size > maxBytes {
-                    try close(s, upTo: cursor)
-                    s = try open(after: cursor)
+                for h in photos {
+                    let n = Int64(try store.photoLocation(h)?.size ?? 0)
+                    size += n + (n / Int64(SyncLimits.photoChunkBytes) + 1) * Int64(PhotoWaves.dataHeaderBytes + Frame.headerBytes)
+                }
+                if s.plaintextBytes + size > maxBytes {
+                    if b.count > 1 {
+                        count = max(1, b.count / 2)
+                        continue
+                    }
+                    if partRecords > 0 || partPhotos > 0 {
+                        try close(s, upTo: cursor)
+                        s = try open(after: cursor)
+                        count = SyncLimits.recordBatchCount
+                        continue
+                    }
                 }
             }
             if !b.clamped.isEmpty || !b.released.isEmpty {
@@ -171,6 +184,7 @@ enum BundleWriter {
             summary.records += Int64(b.count)
             for h in photos { try addPhoto(h, to: s) }
             cursor = b.lastSeq
+            count = SyncLimits.recordBatchCount
         }
         try close(s, upTo: snapshot)
         summary.parts = finished.map(\.path)

@@ -1,0 +1,185 @@
+import Foundation
+import Testing
+import FamilySync
+
+/// Bundles (docs/protocol.md §12b) through the tools: an owner and two
+/// members exchange files only, parts applied out of order, duplicated,
+/// cut off and changed; bundles for another device, from a revoked one, or
+/// older than one applied; what a bundle shows to someone without the key;
+/// and the README's USB-stick block as written.
+@Suite(.serialized) struct BundleTests {
+    /// An owner and two members, each joined over loopback TCP (the serve is stopped after), then apart.
+    struct Family {
+        let dir = TempDir()
+        let owner: String, kid: String, gran: String
+        init() throws {
+            owner = dir.file("owner.db"); kid = dir.file("kid.db"); gran = dir.file("tablet.db")
+            let first = try Household.owner(owner)
+            let second = try Household.offer(owner)
+            let server = try ServeProcess(db: owner, dir: dir)
+            defer { server.stop() }
+            for (db, offer, name) in [(kid, first, "Kid's phone"), (gran, second, "Grandma's tablet")] {
+                let j = try Household.join(db, server: server, offer: offer, extra: ["--name", name])
+                guard j.status == 0 else { throw HarnessError("join: \(j.err)") }
+            }
+        }
+        func bundle(_ db: String, to peer: String, _ out: String, _ extra: [String] = []) throws -> ToolResult {
+            try Tools.run("peer-sync", ["bundle", "--db", db, "--to", try Household.device(peer), "-o", dir.file(out)] + extra)
+        }
+        func unbundle(_ db: String, _ files: [String], _ extra: [String] = []) throws -> ToolResult {
+            try Tools.run("peer-sync", ["unbundle", "--db", db] + extra + files.map { dir.file($0) })
+        }
+    }
+
+    @Test func anOwnerAndTwoMembersConvergeByFilesAlone() throws {
+        let f = try Family()
+        // Photos of 1 MiB each, so a 4 MiB cap makes several parts.
+        try Household.addRecords(f.owner, prefix: "o", count: 30, photos: (0..<12).map { Household.photo($0, size: 1 << 20) })
+        try Household.addRecords(f.kid, prefix: "k", count: 9, photos: (20..<22).map { Household.photo($0) })
+        try Household.addRecords(f.gran, prefix: "g", count: 4)
+
+        let out = try f.bundle(f.owner, to: f.kid, "for-kid", ["--max-bytes", "4M"])
+        #expect(out.status == 0, "\(out.err)")
+        let parts = try #require(out.json?["parts"]?.arrayValue).compactMap(\.stringValue)
+        #expect(parts.count >= 3, "\(out.out)")
+        #expect(out.json?.int("records") == 30)
+        #expect(out.json?.int("photos") == 12)
+        #expect(out.json?.at("full")?.boolValue == false)
+        // Each part is at most about the cap.
+        for p in parts {
+            let size = try #require(try FileManager.default.attributesOfItem(atPath: p)[.size] as? Int)
+            #expect(size <= (4 << 20) + (1 << 20) + 4096, "\(p): \(size) bytes")
+        }
+
+        // The last part first: applied, but the cursor waits for the gap before it.
+        let names = parts.map { String($0.dropFirst(f.dir.path.count + 1)) }
+        let last = try f.unbundle(f.kid, [names.last!])
+        #expect(last.status == 0, "\(last.err)")
+        #expect(last.json?.int("cursor") == 0)
+        // The rest in reverse; the cursor reaches the bundle's end with the last gap filled.
+        let rest = try f.unbundle(f.kid, names.dropLast().reversed())
+        #expect(rest.status == 0, "\(rest.err)")
+        #expect(rest.lines.count == names.count - 1)
+        #expect(rest.json?.int("cursor") == out.json?.int("upTo"))
+        #expect(try Household.photoCount(f.kid) == 12 + 2)
+        #expect(try Household.recordCount(f.kid) == 30 + 9)
+
+        // A part again: refused, and nothing changes.
+        let before = try Household.fingerprint(f.kid)
+        let again = try f.unbundle(f.kid, [names[0]])
+        #expect(again.status == 65)
+        #expect(again.err.contains("was applied here already; nothing changed"), "\(again.err)")
+        #expect(try Household.fingerprint(f.kid) == before)
+
+        // The reply moves the owner on: the next bundle to the kid carries nothing of what it holds.
+        let reply = try f.bundle(f.kid, to: f.owner, "for-owner")
+        #expect(reply.status == 0, "\(reply.err)")
+        #expect(reply.json?.int("records") == 9)
+        let home = try f.unbundle(f.owner, ["for-owner"])
+        #expect(home.status == 0, "\(home.err)")
+        #expect(home.json?.int("records", "applied") == 9)
+        #expect(try Household.digest(f.owner) == Household.digest(f.kid))
+        #expect(try Household.photoCount(f.owner) == 14)
+        let next = try f.bundle(f.owner, to: f.kid, "for-kid-2")
+        #expect(next.status == 0, "\(next.err)")
+        #expect(next.json?.int("records") == 0, "\(next.out)")
+        #expect(next.json?.int("photos") == 0)
+
+        // Member to member, with the family key: grandma gets everything, and her reply reaches both.
+        let toGran = try f.bundle(f.kid, to: f.gran, "kid-to-gran")
+        #expect(toGran.status == 0, "\(toGran.err)")
+        let atGran = try f.unbundle(f.gran, ["kid-to-gran"], ["--reply", f.dir.file("gran-to-kid")])
+        #expect(atGran.status == 0, "\(atGran.err)")
+        #expect(atGran.lines.count == 2)
+        #expect(try f.unbundle(f.kid, ["gran-to-kid"]).status == 0)
+        #expect(try Household.digest(f.gran) == Household.digest(f.kid))
+        let granHome = try f.bundle(f.kid, to: f.owner, "kid-to-owner")
+        #expect(granHome.status == 0)
+        #expect(try f.unbundle(f.owner, ["kid-to-owner"]).status == 0)
+        #expect(try Household.digest(f.owner) == Household.digest(f.gran))
+        #expect(try Household.photoCount(f.gran) == 14)
+    }
+
+    @Test func aPartCutOffOrChangedChangesNothing() throws {
+        let f = try Family()
+        try Household.addRecords(f.owner, prefix: "o", count: 20, photos: [Household.photo(1, size: 200_000)])
+        #expect(try f.bundle(f.owner, to: f.kid, "b").status == 0)
+        let bytes = try Data(contentsOf: URL(fileURLWithPath: f.dir.file("b")))
+        let before = try Household.fingerprint(f.kid)
+        // The first digit of the part's id, in the clear header: the key changes with it.
+        let idAt = try #require(bytes.range(of: Data(#""id":""#.utf8))).upperBound
+        for (name, data) in [("cut", bytes.prefix(bytes.count - 100)), ("lastchunk", bytes.prefix(bytes.count - 1)),
+                             ("changed", { var d = bytes; d[d.count / 2] ^= 1; return d }()),
+                             ("header", { var d = bytes; d[idAt] ^= 1; return d }()), ("joined", bytes + Data([0, 0, 0, 0])),
+                             ("empty", Data()), ("text", Data("family-sync bundle 1\nnot really".utf8))] {
+            try data.write(to: URL(fileURLWithPath: f.dir.file(name)))
+            let r = try f.unbundle(f.kid, [name])
+            #expect(r.status == 65, "\(name): \(r.status) \(r.err)")
+            #expect(r.err.hasPrefix("peer-sync: \(f.dir.file(name)): "), "\(name): \(r.err)")
+            #expect(r.out.isEmpty)
+            #expect(try Household.fingerprint(f.kid) == before, "\(name)")
+        }
+        // The whole one still applies.
+        #expect(try f.unbundle(f.kid, ["b"]).status == 0)
+    }
+
+    @Test func aBundleForAnotherDeviceFromARevokedOneOrOlderIsRefused() throws {
+        let f = try Family()
+        try Household.addRecords(f.owner, prefix: "o", count: 5)
+        #expect(try f.bundle(f.owner, to: f.kid, "for-kid").status == 0)
+        // Grandma cannot open the kid's bundle, and says why.
+        let other = try f.unbundle(f.gran, ["for-kid"])
+        #expect(other.status == 77)
+        #expect(other.err.contains("not this device"), "\(other.err)")
+
+        // Two bundles without a reply between: the second carries what the first does, so the first is stale after it.
+        try Household.addRecords(f.owner, prefix: "o2", count: 3)
+        let second = try f.bundle(f.owner, to: f.kid, "for-kid-2")
+        #expect(second.json?.int("records") == 8)
+        #expect(try f.unbundle(f.kid, ["for-kid-2"]).status == 0)
+        let stale = try f.unbundle(f.kid, ["for-kid"])
+        #expect(stale.status == 65)
+        #expect(stale.err.contains("older than bundle 2"), "\(stale.err)")
+        #expect(try Household.recordCount(f.kid) == 8)
+
+        // A revoked member's bundle is refused by the owner.
+        #expect(try f.bundle(f.gran, to: f.owner, "from-gran").status == 0)
+        #expect(try Tools.run("peer-sync", ["revoke", "--db", f.owner, try Household.device(f.gran)]).status == 0)
+        let revoked = try f.unbundle(f.owner, ["from-gran"])
+        #expect(revoked.status == 77)
+        #expect(revoked.err.contains("revoked at"), "\(revoked.err)")
+        // And nobody writes one for a revoked device.
+        let toRevoked = try f.bundle(f.owner, to: f.gran, "to-gran")
+        #expect(toRevoked.status == 64, "\(toRevoked.err)")
+    }
+
+    @Test func aBundleShowsNothingOfTheFamilyInClear() throws {
+        let f = try Family()
+        try Household.addRecords(f.owner, prefix: "secret-receipt", count: 5)
+        #expect(try f.bundle(f.owner, to: f.kid, "b").status == 0)
+        let bytes = try Data(contentsOf: URL(fileURLWithPath: f.dir.file("b")))
+        let text = String(decoding: bytes, as: UTF8.self)
+        #expect(!text.contains("secret-receipt"))
+        #expect(!text.contains("receipt"))
+        let attrs = try FileManager.default.attributesOfItem(atPath: f.dir.file("b"))
+        #expect((attrs[.posixPermissions] as? Int) == 0o600)
+        let owner = try Store(path: f.owner)
+        let key = try #require(try owner.familySecret()).copiedBytes
+        #expect(bytes.range(of: Data(key)) == nil)
+        #expect(!text.contains(Hex.encode(key)))
+    }
+
+    /// The README's USB-stick block, as written, in a folder with the three stores.
+    @Test func theReadmesUSBStickBlockRunsAsWritten() throws {
+        let block = try AwayFromHomeTests.readmeBlock("away-usb")
+        let f = try Family()
+        try FileManager.default.createDirectory(atPath: f.dir.file("usb"), withIntermediateDirectories: true)
+        try Household.addRecords(f.owner, prefix: "home", count: 6)
+        try Household.addRecords(f.gran, prefix: "away", count: 3)
+        let script = "set -e\nexport PATH=\(Tools.binDir):$PATH\ncd \(f.dir.path)\n" + block.joined(separator: "\n") + "\n"
+        let r = try Tools.run("/bin/sh", ["-c", script])
+        #expect(r.status == 0, "\(r.err)")
+        #expect(try Household.digest(f.owner) == Household.digest(f.gran))
+        #expect(try Household.recordCount(f.owner) == 9)
+    }
+}
