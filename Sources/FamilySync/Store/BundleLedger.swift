@@ -11,8 +11,9 @@ extension Store {
         var sent: Int64 = 0
         /// The number of the last bundle written to the peer.
         var written: Int64 = 0
-        /// The highest bundle number applied from the peer.
+        /// The highest bundle number applied from the peer, and the peer's clock when it wrote that one.
         var applied: Int64 = 0
+        var appliedClock: Int64 = 0
         /// Nonzero: bundles to the peer carry everything, nothing held back,
         /// until it acknowledges this change number (Int64.max: none written yet).
         var resendUntil: Int64 = 0
@@ -21,21 +22,21 @@ extension Store {
     }
 
     func bundlePeer(_ peer: String) throws -> BundlePeerState {
-        let s = try db.prepare("SELECT recv, sent, written, applied, resend, wants FROM bundle_peers WHERE peer = ?")
+        let s = try db.prepare("SELECT recv, sent, written, applied, resend, wants, applied_clock FROM bundle_peers WHERE peer = ?")
         try s.bind([.text(peer)])
         defer { s.reset() }
         guard try s.step() else { return BundlePeerState() }
         let wants = s.text(5)
-        return BundlePeerState(recv: s.int64(0), sent: s.int64(1), written: s.int64(2), applied: s.int64(3), resendUntil: s.int64(4),
+        return BundlePeerState(recv: s.int64(0), sent: s.int64(1), written: s.int64(2), applied: s.int64(3), appliedClock: s.int64(6), resendUntil: s.int64(4),
                                wants: wants.isEmpty ? [] : wants.split(separator: " ").map(String.init))
     }
 
     func setBundlePeerInTransaction(_ peer: String, _ p: BundlePeerState) throws {
         try db.run("""
-            INSERT INTO bundle_peers (peer, recv, sent, written, applied, resend, wants) VALUES (?, ?, ?, ?, ?, ?, ?)
+            INSERT INTO bundle_peers (peer, recv, sent, written, applied, applied_clock, resend, wants) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
             ON CONFLICT(peer) DO UPDATE SET recv = excluded.recv, sent = excluded.sent, written = excluded.written,
-                applied = excluded.applied, resend = excluded.resend, wants = excluded.wants
-            """, [.text(peer), .int(p.recv), .int(p.sent), .int(p.written), .int(p.applied), .int(p.resendUntil),
+                applied = excluded.applied, applied_clock = excluded.applied_clock, resend = excluded.resend, wants = excluded.wants
+            """, [.text(peer), .int(p.recv), .int(p.sent), .int(p.written), .int(p.applied), .int(p.appliedClock), .int(p.resendUntil),
                   .text(p.wants.joined(separator: " "))])
     }
 
@@ -93,14 +94,16 @@ extension Store {
         return seq - first
     }
 
-    /// The photos live records changed in (after, upTo] name that this store holds, in hash order.
-    func heldPhotos(namedByChangesAfter after: Int64, upTo: Int64) throws -> [String] {
+    /// The photos live records changed in (after, upTo] name that this store
+    /// holds, in hash order, leaving out those of rows `peer` sent unchanged since (it holds them).
+    func heldPhotos(namedByChangesAfter after: Int64, upTo: Int64, notFrom peer: String) throws -> [String] {
         let s = try db.prepare("""
             SELECT DISTINCT rp.sha256 FROM records r JOIN record_photos rp ON rp.record = r.rid
-            WHERE r.seq > ? AND r.seq <= ? AND EXISTS (SELECT 1 FROM photos p WHERE p.sha256 = rp.sha256)
+            WHERE r.seq > ? AND r.seq <= ? AND NOT (r.came_seq IS r.seq AND r.came_from IS ?)
+              AND EXISTS (SELECT 1 FROM photos p WHERE p.sha256 = rp.sha256)
             ORDER BY rp.sha256
             """)
-        try s.bind([.int(after), .int(upTo)])
+        try s.bind([.int(after), .int(upTo), .text(peer)])
         defer { s.reset() }
         var out: [String] = []
         while try s.step() { out.append(s.text(0)) }

@@ -162,8 +162,8 @@ enum Schema {
         // Version 7: bundles (docs/protocol.md §12b, BundleLedger.swift). Per
         // peer: how far of its changes bundles brought here without a gap
         // (`recv`), how far of ours it acknowledged in its bundles (`sent`),
-        // the number of the last bundle written to it and the highest applied
-        // from it, until which acknowledgement bundles to it carry everything, and the
+        // the number of the last bundle written to it, the highest applied
+        // from it and that bundle's clock, until which acknowledgement bundles to it carry everything, and the
         // photos it said it wants. `bundle_ranges`: parts applied past `recv`;
         // `bundle_parts`: every part applied, so a replay changes nothing.
         """
@@ -173,6 +173,7 @@ enum Schema {
             sent INTEGER NOT NULL DEFAULT 0,
             written INTEGER NOT NULL DEFAULT 0,
             applied INTEGER NOT NULL DEFAULT 0,
+            applied_clock INTEGER NOT NULL DEFAULT 0,
             resend INTEGER NOT NULL DEFAULT 0,
             wants TEXT NOT NULL DEFAULT ''
         ) WITHOUT ROWID;

@@ -8,7 +8,10 @@ import Testing
 /// (±30 and ±100 days), devices go offline for longer than the horizon, are
 /// revoked and join again, stores are backed up and restored (the owner's
 /// too), sessions are cut off part way (a link dropped after a random number
-/// of bytes), and edits, deletes, syncs and garbage collection come in any order.
+/// of bytes), bundles (§12b) carry data both ways with no session at all, their
+/// parts cut small, shuffled, lost, duplicated, cut off, or kept back and
+/// delivered steps later, and edits, deletes, syncs and garbage collection
+/// come in any order.
 /// The invariants:
 /// - **convergence**: after a final round every store has the same digest;
 /// - **no resurrection**: no store holds a version a purge covered;
@@ -68,6 +71,8 @@ import Testing
         // Stores restored from a copy and not synced since: they may hold what was
         // purged after the copy until their next session drops it.
         var restoredSinceSync: Set<String> = []
+        // Bundle parts kept back, and where they go.
+        var drawer: [(path: String, to: InProcessHousehold.Device)] = []
         func checkNoResurrection() throws {
             for d in h.all where !revoked.contains(d.id) && !restoredSinceSync.contains(d.path) {
                 for (id, r) in try InProcessHousehold.rows(d.path) where !r.deleted {
@@ -84,7 +89,7 @@ import Testing
             h.now = h.now.adding(.hours(Int64.random(in: 0...(24 * 14), using: &rng)))
             let d = h.all.randomElement(using: &rng)!
             let live = current()
-            switch Int.random(in: 0..<22, using: &rng) {
+            switch Int.random(in: 0..<26, using: &rng) {
             case 0...4:
                 let id = ids.randomElement(using: &rng)!
                 let held = try InProcessHousehold.rows(d.path)[id]
@@ -164,6 +169,63 @@ import Testing
                         log.append("sync \(m.path.suffix(9)) cut after \(cut) bytes: revoked by the roster")
                     }
                 }
+            case 22...24:
+                // Bundles between two current devices, one way or both, as a trip without a link would bring.
+                var pair = ([h.owner] + live).shuffled(using: &rng)
+                guard pair.count >= 2 else { break }
+                if !pair[0].isOwner && !pair[1].isOwner && Bool.random(using: &rng) { pair.swapAt(1, 0) }
+                let (from, to) = (pair[0], pair[1])
+                let cap = Bool.random(using: &rng) ? nil : Int64.random(in: 300...4000, using: &rng)
+                let parts: [String]
+                do { parts = try h.writeBundle(from: from, to: to, maxBytes: cap) } catch let e as BundleError where e.kind == .notForUs {
+                    // The writer's store holds no key for the reader (its copy predates the reader's admission).
+                    log.append("bundle \(from.path.suffix(9)) → \(to.path.suffix(9)): no key")
+                    break
+                }
+                var delivered = parts.shuffled(using: &rng)
+                switch Int.random(in: 0..<5, using: &rng) {
+                case 0: if !delivered.isEmpty { delivered.removeLast() }  // a part lost
+                case 1: delivered += delivered.prefix(1)  // a part twice
+                case 2:
+                    // A part cut off on the way: refused, the store as it was.
+                    if let p = delivered.first {
+                        let bytes = try Data(contentsOf: URL(fileURLWithPath: p))
+                        let cut = p + ".cut"
+                        try bytes.prefix(Int.random(in: 0..<bytes.count, using: &rng)).write(to: URL(fileURLWithPath: cut))
+                        let before = try InProcessHousehold.digest(to.path)
+                        #expect(throws: BundleError.self, "\(fail("a cut-off part was applied"))") { _ = try h.applyBundle(cut, at: to) }
+                        #expect(try InProcessHousehold.digest(to.path) == before, "\(fail("a refused part changed the store"))")
+                    }
+                case 3: drawer += delivered.map { ($0, to) }; delivered = []  // kept back, delivered later
+                default: break
+                }
+                var reply = false
+                for p in delivered {
+                    do {
+                        _ = try h.applyBundle(p, at: to)
+                        reply = true
+                    } catch let e as BundleError where e.kind == .replayed || e.kind == .stale || e.kind == .notForUs {
+                    } catch let e as SyncError where e.kind == .revokedByRoster || e.kind == .revoked {
+                        revoked.insert(to.id)
+                    }
+                }
+                log.append("bundle \(from.path.suffix(9)) → \(to.path.suffix(9)): \(delivered.count) of \(parts.count) parts")
+                if reply, !revoked.contains(to.id), Bool.random(using: &rng) {
+                    do {
+                        for p in try h.writeBundle(from: to, to: from, maxBytes: nil) { _ = try h.applyBundle(p, at: from) }
+                    } catch let e as BundleError where e.kind == .notForUs {}
+                    log.append("reply")
+                }
+            case 25:
+                // A bundle kept back steps ago arrives now.
+                if !drawer.isEmpty {
+                    let (p, to) = drawer.removeFirst()
+                    if !revoked.contains(to.id) {
+                        do { _ = try h.applyBundle(p, at: to) } catch let e as BundleError where e.kind != .malformed {
+                        } catch let e as SyncError where e.kind == .revokedByRoster || e.kind == .revoked { revoked.insert(to.id) }
+                        log.append("late part at \(to.path.suffix(9))")
+                    }
+                }
             default:
                 if let m = h.members.first(where: { revoked.contains($0.id) }) {
                     revoked.remove(m.id)
@@ -176,6 +238,30 @@ import Testing
             try observe()
             try checkNoResurrection()
         }
+
+        // Bundles alone converge too: three rounds in which each current member and the owner
+        // exchange bundles, every part delivered (in any order), with no session at all.
+        for _ in 0..<3 {
+            for m in current() {
+                for (from, to) in [(h.owner, m), (m, h.owner)] where !revoked.contains(m.id) {
+                    do {
+                        for p in try h.writeBundle(from: from, to: to, maxBytes: Int64.random(in: 300...4000, using: &rng)).shuffled(using: &rng) {
+                            _ = try h.applyBundle(p, at: to)
+                        }
+                    } catch let e as SyncError where e.kind == .revokedByRoster || e.kind == .revoked {
+                        revoked.insert(m.id)
+                    } catch let e as BundleError where e.kind == .stale {
+                        // A writer restored from a copy and set back in time: its reader's next bundle renumbers it.
+                        log.append("final bundle \(from.path.suffix(9)) → \(to.path.suffix(9)): stale")
+                    } catch let e as BundleError where e.kind == .notForUs {
+                        // A store that holds no key for the other (the owner's copy predates this member): only a new pairing helps.
+                        revoked.insert(m.id)
+                    }
+                }
+            }
+        }
+        let byBundles = try ([h.owner] + current()).map { try InProcessHousehold.digest($0.path) }
+        #expect(Set(byBundles).count == 1, "\(fail("stores differ after three rounds of bundles alone"))")
 
         // The final rounds: everyone current syncs with the owner, twice.
         for _ in 0..<2 {

@@ -141,6 +141,21 @@ final class InProcessHousehold {
         }
     }
 
+    /// A bundle from `from` for `to` (docs/protocol.md §12b), as its parts'
+    /// paths; `maxBytes` may be below the tool's minimum, to make many parts.
+    func writeBundle(from: Device, to: Device, maxBytes: Int64?) throws -> [String] {
+        let s = try Store(path: from.path)
+        let fam = try s.family()!
+        let path = dir + "/bundle-" + UUID().uuidString
+        return try BundleWriter.write(store: s, family: fam, me: from.id, to: to.id, path: path, maxBytes: maxBytes,
+                                      now: clock(from), verifier: verifier, warn: { _ in }).parts
+    }
+
+    /// Applies one part at `d`, as `peer-sync unbundle` does.
+    func applyBundle(_ path: String, at d: Device) throws -> BundleApplySummary {
+        try Bundles.apply(store: try Store(path: d.path), path: path, now: clock(d), verifier: verifier, emit: { _, _ in })
+    }
+
     /// One session between member `m` and the owner; both sides' summaries.
     @discardableResult
     func sync(_ m: Device) throws -> (client: SyncSummary, server: SyncSummary) {

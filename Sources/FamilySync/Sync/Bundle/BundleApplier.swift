@@ -43,17 +43,21 @@ enum BundleApplier {
                 ? "sealed with the family key of epoch \(h.epoch), and this device holds epoch \(try store.familyEpoch) (sync with the owner's device first)"
                 : "this store holds no device key for \(h.from)")
         }
-        try opener.unlock(secret)
+        guard try opener.unlock(secret) else {
+            throw refuse(.notForUs, "sealed with a key this device does not hold for \(h.from) (one of the two stores was restored from a copy or paired again since it was written; a session between them, or a bundle from this device first, sets it right)")
+        }
         guard !(try store.bundlePartApplied(h.id)) else { throw refuse(.replayed, "part \(h.part) of bundle \(h.write) from \(h.from) was applied here already; nothing changed") }
         var state = try store.bundlePeer(h.from)
-        guard h.write >= state.applied else {
-            throw refuse(.stale, "bundle \(h.write) from \(h.from) is older than bundle \(state.applied), applied here already, which carries what it does")
-        }
 
         // Pass 1: every chunk authenticated, the frames in order, the counts as the end says.
         let checked: Checked
         do { checked = try check(opener, header: h, family: family) } catch let e as ProtocolError { throw refuse(.malformed, e.message) }
         let head = checked.head
+        // Older than one applied, by the writer's numbers and its clock alike: the newer carries what it does.
+        // (A writer restored from a copy numbers from its copy, but writes later: that is not stale.)
+        guard h.write >= state.applied || head.clock.milliseconds > state.appliedClock else {
+            throw refuse(.stale, "bundle \(h.write) from \(h.from) is older than bundle \(state.applied), applied here already, which carries what it does")
+        }
         if family.role == .owner, head.epoch > (try store.familyEpoch) + SyncLimits.maxEpochLead {
             throw refuse(.malformed, "bundle head field 'epoch': \(head.epoch) is more than \(SyncLimits.maxEpochLead) above the owner's \(try store.familyEpoch)")
         }
@@ -146,7 +150,9 @@ enum BundleApplier {
                     try store.forgetBundleRangesInTransaction(of: h.from)
                     state.recv = 0
                 }
-                state.applied = max(state.applied, h.write)
+                if h.write >= state.applied { (state.applied, state.appliedClock) = (h.write, max(state.appliedClock, head.clock.milliseconds)) }
+                // Our own numbering stays above what the writer applied of ours (this store may have been restored).
+                state.written = max(state.written, head.applied)
                 state.wants = head.wants
                 try store.recordBundlePartInTransaction(h.id, peer: h.from, after: checked.after, upTo: checked.upTo, state: &state, now: now)
                 summary.cursor = state.recv

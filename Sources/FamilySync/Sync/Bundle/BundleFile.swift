@@ -59,10 +59,13 @@ struct BundleHeader: Equatable {
     /// The writer's bundle number for this peer (1, 2, …), the same in every part of one bundle.
     var write: Int64
     var part: Int64
+    /// 16 hex digits derived from the part's key (BundleKeys.check): a reader
+    /// holding another key says so, instead of taking the part for a changed one.
+    var check = ""
 
     var json: JSONValue {
         .object([("family", .string(family)), ("from", .string(from)), ("to", .string(to)), ("key", .string(key.rawValue)),
-                 ("epoch", .int(epoch)), ("id", .string(id)), ("write", .int(write)), ("part", .int(part))])
+                 ("epoch", .int(epoch)), ("id", .string(id)), ("write", .int(write)), ("part", .int(part)), ("check", .string(check))])
     }
 
     init(family: String, from: String, to: String, key: KeyKind, epoch: Int64, id: String, write: Int64, part: Int64) {
@@ -81,6 +84,7 @@ struct BundleHeader: Equatable {
         guard id.utf8.count == 32, id.utf8.allSatisfy({ (0x30...0x39).contains($0) || (0x61...0x66).contains($0) }) else { throw ProtocolError("bundle header field 'id': not 32 lower-case hex digits") }
         write = try r.int("write", min: 1)
         part = try r.int("part", min: 1, max: Int64(BundleLimits.maxParts))
+        check = try r.string("check", maxBytes: 16)
     }
 }
 
@@ -102,6 +106,11 @@ enum BundleKeys {
         var info: [UInt8] = Array("bundle".utf8)
         for f in fields { info.append(0); info += Array(f.utf8) }
         return try hkdfSHA256(secret: secret, salt: salt, info: info, length: AES256GCM.keyBytes)
+    }
+
+    /// The header's `check`: 8 bytes from the part's key, in hex.
+    static func check(_ key: SecretBytes) throws -> String {
+        Hex.encode(try hkdfSHA256(secret: key, salt: Array("family-sync/1 bundle-check".utf8), info: [], length: 8).copiedBytes)
     }
 
     /// Chunk `index`'s nonce: its number (8 bytes, big-endian), then 1 for the last chunk, else 0 (4 bytes).
@@ -137,10 +146,12 @@ final class BundleSealer {
     /// Plaintext bytes so far.
     private(set) var plaintextBytes: Int64 = 0
 
-    init(path: String, header: BundleHeader, secret: SecretBytes) throws {
-        self.header = header
+    init(path: String, header given: BundleHeader, secret: SecretBytes) throws {
         self.path = path
-        key = try BundleKeys.key(header, secret: secret)
+        key = try BundleKeys.key(given, secret: secret)
+        var header = given
+        header.check = try BundleKeys.check(key)
+        self.header = header
         let h = Array(header.json.serialized.utf8)
         precondition(h.count <= BundleLimits.headerBytes, "bundle header over its limit")
         aad = BundleHeader.magic + [UInt8(h.count >> 8), UInt8(h.count & 0xFF)] + h
@@ -234,7 +245,13 @@ final class BundleOpener {
 
     deinit { close(fd) }
 
-    func unlock(_ secret: SecretBytes) throws { key = try BundleKeys.key(header, secret: secret) }
+    /// Derives the part's key from `secret`; false when it is not the key the part was sealed with.
+    func unlock(_ secret: SecretBytes) throws -> Bool {
+        let k = try BundleKeys.key(header, secret: secret)
+        guard try BundleKeys.check(k) == header.check else { return false }
+        key = k
+        return true
+    }
 
     /// Back to the first chunk, for a second pass.
     func rewind() {

@@ -7,17 +7,19 @@ struct BundleHead {
     var clock: Timestamp
     var epoch: Int64
     var ack: Int64
+    /// The newest bundle of the reader's the writer applied (so a reader restored from a copy numbers its next one above it).
+    var applied: Int64
     /// The writer's change counter when it wrote the part.
     var changes: Int64
     var wants: [String]
 
     var json: JSONValue {
         .object([("protocol", .int(Int64(SyncProtocol.version))), ("device", .string(device)), ("role", .string(role.rawValue)),
-                 ("clock", .string(clock.rfc3339)), ("epoch", .int(epoch)), ("ack", .int(ack)), ("changes", .int(changes)), ("wants", .array(wants.map { .string($0) }))])
+                 ("clock", .string(clock.rfc3339)), ("epoch", .int(epoch)), ("ack", .int(ack)), ("applied", .int(applied)), ("changes", .int(changes)), ("wants", .array(wants.map { .string($0) }))])
     }
 
-    init(device: String, role: FamilyInfo.Role, clock: Timestamp, epoch: Int64, ack: Int64, changes: Int64, wants: [String]) {
-        (self.device, self.role, self.clock, self.epoch, self.ack, self.changes, self.wants) = (device, role, clock, epoch, ack, changes, wants)
+    init(device: String, role: FamilyInfo.Role, clock: Timestamp, epoch: Int64, ack: Int64, applied: Int64, changes: Int64, wants: [String]) {
+        (self.device, self.role, self.clock, self.epoch, self.ack, self.applied, self.changes, self.wants) = (device, role, clock, epoch, ack, applied, changes, wants)
     }
 
     init(_ f: Frame) throws(ProtocolError) {
@@ -29,6 +31,7 @@ struct BundleHead {
         clock = try r.time("clock")
         epoch = try r.int("epoch")
         ack = try r.int("ack")
+        applied = try r.int("applied")
         changes = try r.int("changes")
         guard case let .array(list)? = r.value["wants"], list.count <= BundleLimits.maxWanted else {
             throw ProtocolError("bundle head field 'wants': not an array of at most \(BundleLimits.maxWanted) photo hashes")
@@ -107,7 +110,7 @@ enum BundleWriter {
             let header = BundleHeader(family: family.id, from: me, to: peer, key: kind, epoch: epoch, id: Hex.encode(try secureRandomBytes(16)), write: write, part: Int64(n))
             let s = try BundleSealer(path: partPath(n), header: header, secret: secret)
             try s.append(.hello, Array(BundleHead(device: me, role: family.role, clock: now, epoch: epoch,
-                                                   ack: state.recv, changes: snapshot, wants: wants).json.serialized.utf8))
+                                                   ack: state.recv, applied: state.applied, changes: snapshot, wants: wants).json.serialized.utf8))
             try s.append(.family, familyJSON)
             partAfter = after
             (partRecords, partPhotos, partPurges) = (0, 0, 0)
@@ -148,10 +151,12 @@ enum BundleWriter {
         // With a cap, a batch shrinks until it and its photos fit the part's room (a lone record always goes).
         var count = SyncLimits.recordBatchCount
         while true {
+            // Rows the peer sent this store go back to it too (their lines, not their photos): with no
+            // session to compare digests, that is how a peer restored from a copy gets its own edits back.
             let b = try store.exportRecordBatch(after: cursor, upTo: snapshot, maxCount: count,
-                                                maxBytes: SyncLimits.recordBatchBytes, bound: bound, skipping: full ? nil : peer)
+                                                maxBytes: SyncLimits.recordBatchBytes, bound: bound, skipping: nil)
             guard b.count > 0 else { break }
-            let photos = try store.heldPhotos(namedByChangesAfter: cursor, upTo: b.lastSeq).filter { !sentPhotos.contains($0) }
+            let photos = try store.heldPhotos(namedByChangesAfter: cursor, upTo: b.lastSeq, notFrom: peer).filter { !sentPhotos.contains($0) }
             if let maxBytes {
                 var size = Int64(b.payload.count + Frame.headerBytes)
                 for h in photos {
