@@ -210,7 +210,8 @@ public enum PeerSyncCommand {
 
         The owner's device serves; members join with a pairing offer, then \
         connect. A family holds at most four devices by default (the store \
-        setting max_devices); revoking one frees its place.
+        setting max_devices); revoking one frees its place. With no link at \
+        all, bundle and unbundle carry the same data as encrypted files.
 
         Standard output carries one JSON summary per session: records \
         sent, received, applied and clamped; photos sent, received, \

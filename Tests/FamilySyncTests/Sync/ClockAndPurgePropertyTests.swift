@@ -21,7 +21,7 @@ import Testing
 /// A failure prints its seed and the schedule's last steps;
 /// `FAMILY_SYNC_SCHEDULES=N` runs N schedules instead of the default.
 @Suite struct ClockAndPurgePropertyTests {
-    static var scheduleCount: Int { Int(ProcessInfo.processInfo.environment["FAMILY_SYNC_SCHEDULES"] ?? "") ?? 1000 }
+    static var scheduleCount: Int { Int(ProcessInfo.processInfo.environment["FAMILY_SYNC_SCHEDULES"] ?? "") ?? 600 }
     static let year: Int64 = 365
 
     @Test func randomClocksRejoinsAndRestoresConvergeKeepCausalityAndNeverResurrect() throws {
