@@ -13,6 +13,9 @@ public enum BundleLimits {
     public static let maxParts = 10_000
     /// Photo hashes a bundle may say its writer wants.
     public static let maxWanted = 1000
+    /// The largest bundle number a header or head may carry (far below
+    /// Int64.max, so a writer numbering above a lying reader's cannot overflow).
+    static let maxNumber: Int64 = 1 << 53
 }
 
 /// Why a bundle is not applied. The store is as it was.
@@ -82,7 +85,7 @@ struct BundleHeader: Equatable {
         epoch = try r.int("epoch")
         id = try r.string("id", maxBytes: 32)
         guard id.utf8.count == 32, id.utf8.allSatisfy({ (0x30...0x39).contains($0) || (0x61...0x66).contains($0) }) else { throw ProtocolError("bundle header field 'id': not 32 lower-case hex digits") }
-        write = try r.int("write", min: 1)
+        write = try r.int("write", min: 1, max: BundleLimits.maxNumber)
         part = try r.int("part", min: 1, max: Int64(BundleLimits.maxParts))
         check = try r.string("check", maxBytes: 16)
     }

@@ -1,3 +1,5 @@
+import Glibc
+
 /// What a bundle says before its data (docs/protocol.md §12b): the writer,
 /// its clock and family-key epoch, how far of the reader's changes it holds from bundles, and the
 /// photos it wants.
@@ -31,7 +33,7 @@ struct BundleHead {
         clock = try r.time("clock")
         epoch = try r.int("epoch")
         ack = try r.int("ack")
-        applied = try r.int("applied")
+        applied = try r.int("applied", max: BundleLimits.maxNumber - 1)
         changes = try r.int("changes")
         guard case let .array(list)? = r.value["wants"], list.count <= BundleLimits.maxWanted else {
             throw ProtocolError("bundle head field 'wants': not an array of at most \(BundleLimits.maxWanted) photo hashes")
@@ -139,6 +141,9 @@ enum BundleWriter {
             summary.photos += 1
         }
 
+        // A bundle is written whole or not at all: on failure the parts already in place go.
+        var done = false
+        defer { if !done { for f in finished { unlink(f.path) } } }
         var s = try open(after: start)
         for p in purges {
             try s.append(.purged, p)
@@ -193,10 +198,28 @@ enum BundleWriter {
         }
         try close(s, upTo: snapshot)
         summary.parts = finished.map(\.path)
+        // Parts a larger bundle left at this path before would be taken for this one's.
+        var n = finished.count + 1
+        while BundleWriter.isBundlePart(partPath(n)) {
+            unlink(partPath(n))
+            n += 1
+        }
         state.written = write
         if full { state.resendUntil = snapshot }
         try store.write { try store.setBundlePeerInTransaction(peer, state) }
+        done = true
         return summary
+    }
+
+    /// Whether `path` is a regular file that begins as a bundle does.
+    static func isBundlePart(_ path: String) -> Bool {
+        var st = stat()
+        guard lstat(path, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG else { return false }
+        let fd = Glibc.open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return false }
+        defer { close(fd) }
+        var first = [UInt8](repeating: 0, count: BundleHeader.magic.count)
+        return first.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) } == first.count && first == BundleHeader.magic
     }
 
     /// Owner ↔ member bundles are sealed with the member's device key, member ↔ member ones with the family key.
