@@ -167,7 +167,7 @@ enum Schema {
         // photos it said it wants. `bundle_ranges`: parts applied past `recv`;
         // `bundle_parts`: every part applied, so a replay changes nothing.
         """
-        CREATE TABLE bundle_peers (
+        CREATE TABLE IF NOT EXISTS bundle_peers (
             peer TEXT PRIMARY KEY,
             recv INTEGER NOT NULL DEFAULT 0,
             sent INTEGER NOT NULL DEFAULT 0,
@@ -177,13 +177,13 @@ enum Schema {
             resend INTEGER NOT NULL DEFAULT 0,
             wants TEXT NOT NULL DEFAULT ''
         ) WITHOUT ROWID;
-        CREATE TABLE bundle_ranges (
+        CREATE TABLE IF NOT EXISTS bundle_ranges (
             peer TEXT NOT NULL,
             after INTEGER NOT NULL,
             up_to INTEGER NOT NULL,
             PRIMARY KEY (peer, after, up_to)
         ) WITHOUT ROWID;
-        CREATE TABLE bundle_parts (
+        CREATE TABLE IF NOT EXISTS bundle_parts (
             id TEXT PRIMARY KEY,
             peer TEXT NOT NULL,
             applied_at INTEGER NOT NULL

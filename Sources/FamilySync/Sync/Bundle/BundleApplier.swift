@@ -93,9 +93,10 @@ enum BundleApplier {
                         case .records:
                             let s = try f.payload.withUnsafeBufferPointer { buf throws -> ApplySummary in
                                 // Never nil: pass 1 checked the payload to be non-empty and to end with 0x0A.
-                                let scans = try IncomingRecords.scan(buf.baseAddress!, count: buf.count, recordsBefore: summary.recordsReceived)
+                                let base = buf.baseAddress!
+                                let scans = try IncomingRecords.scan(base, count: buf.count, recordsBefore: summary.recordsReceived)
                                 summary.recordsReceived += Int64(scans.count)
-                                return try store.applyRemoteInTransaction(buf.baseAddress!, scans, now: now, watching: nil, bound: bound,
+                                return try store.applyRemoteInTransaction(base, scans, now: now, watching: nil, bound: bound,
                                                                           adoptOwnerCopiesOf: adopt, keepOwnCopiesOf: keep, from: h.from)
                             }
                             summary.recordsApplied += Int64(s.applied)

@@ -295,6 +295,7 @@ final class BundleOpener {
     private static func readFully(_ fd: Int32, into buf: inout [UInt8], at offset: Int) -> Int {
         var done = 0
         while done < buf.count {
+            // Never nil: the loop runs only while the buffer has bytes left.
             let n = buf.withUnsafeMutableBytes { pread(fd, $0.baseAddress! + done, $0.count - done, off_t(offset + done)) }
             if n < 0 && errno == EINTR { continue }
             guard n > 0 else { break }
