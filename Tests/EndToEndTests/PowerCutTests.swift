@@ -197,6 +197,36 @@ struct PowerCutTests {
         #expect(try Self.soundIDs(disk.mountpoint + "/backup.db") == Self.ids("r", 3), "the backup")
     }
 
+    /// A bundle written onto the disk, and a bundle applied to a store on it:
+    /// each exit 0, then the power goes; the bundle is there whole (it
+    /// applies), and the applied records and photos are in the store.
+    @Test func aBundleWrittenAndABundleAppliedSurviveACut() throws {
+        let dir = TempDir()
+        let disk = try PowerCutDisk(dir: dir, name: "kid")
+        let owner = dir.file("owner.db")
+        let offer = try Household.owner(owner)
+        let join = try ServeProcess(db: owner, dir: dir, name: "serve-join")
+        #expect(try Household.join(disk.store, server: join, offer: offer).status == 0)
+        join.stop()
+        try Household.addRecords(owner, prefix: "o", count: 25, photos: (0..<3).map { Household.photo(8100 + $0) })
+        let b = try Tools.run("peer-sync", ["bundle", "--db", owner, "--to", try Household.device(disk.store), "-o", dir.file("for-kid")])
+        #expect(b.status == 0, "\(b.err)")
+        let u = try Tools.run("peer-sync", ["unbundle", "--db", disk.store, dir.file("for-kid")])
+        #expect(u.status == 0, "\(u.err)")
+        // The kid's reply, written onto its own disk.
+        let reply = (disk.store as NSString).deletingLastPathComponent + "/for-owner"
+        try Household.addRecords(disk.store, prefix: "k", count: 4)
+        let r = try Tools.run("peer-sync", ["bundle", "--db", disk.store, "--to", try Store(path: owner).deviceID, "-o", reply])
+        #expect(r.status == 0, "\(r.err)")
+        disk.cut()
+        try disk.mount()
+        #expect(try Self.soundIDs(disk.store).isSuperset(of: Self.ids("o", 25).union(Self.ids("k", 4))))
+        #expect(try Household.photoCount(disk.store) == 3)
+        let home = try Tools.run("peer-sync", ["unbundle", "--db", owner, reply])
+        #expect(home.status == 0, "\(home.err)")
+        #expect(home.json?.int("records", "applied") == 4)
+    }
+
     @Test func aFailedSyncIsAnErrorNeverExitZero() throws {
         let dir = TempDir()
         let disk = try PowerCutDisk(dir: dir, name: "owner")
