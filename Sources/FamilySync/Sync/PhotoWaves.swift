@@ -129,6 +129,21 @@ final class PhotoWaves {
     /// The header of a PHOTO-DATA frame: SHA-256 (32 bytes), total size and offset (8 bytes each, big-endian).
     static let dataHeaderBytes = 48
 
+    /// A PHOTO-DATA header for the photo whose raw SHA-256 is `hash`.
+    static func dataHeader(hash: [UInt8], total: Int, offset: Int) -> [UInt8] {
+        var out = hash
+        for v in [UInt64(total), UInt64(offset)] {
+            for shift in stride(from: 56, through: 0, by: -8) { out.append(UInt8((v >> UInt64(shift)) & 0xFF)) }
+        }
+        return out
+    }
+
+    /// The total size and offset a PHOTO-DATA payload of at least `dataHeaderBytes` declares.
+    static func dataSizes(_ p: [UInt8]) -> (total: UInt64, offset: UInt64) {
+        func u64(_ at: Int) -> UInt64 { p[at..<(at + 8)].reduce(0) { $0 << 8 | UInt64($1) } }
+        return (u64(32), u64(40))
+    }
+
     /// PHOTO-DATA: one chunk of a requested photo. Chunks of one photo arrive
     /// in order and uninterrupted by another photo's. Returns a warning when a
     /// completed photo's bytes do not match its hash (it is then discarded).
@@ -136,8 +151,7 @@ final class PhotoWaves {
         let p = frame.payload
         guard p.count >= PhotoWaves.dataHeaderBytes else { throw ProtocolError("PHOTO-DATA frame shorter than its header") }
         let hash = Hex.encode(p[0..<32])
-        func u64(_ at: Int) -> UInt64 { p[at..<(at + 8)].reduce(0) { $0 << 8 | UInt64($1) } }
-        let total = u64(32), offset = u64(40)
+        let (total, offset) = PhotoWaves.dataSizes(p)
         let body = p[PhotoWaves.dataHeaderBytes...]
         guard requested.contains(hash) else { throw ProtocolError("PHOTO-DATA for a photo that was not requested") }
         guard total <= UInt64(Store.maxPhotoBytes) else {
@@ -271,9 +285,7 @@ final class PhotoResponder {
             if let cur = current {
                 let r = cur.reader
                 let n = min(SyncLimits.photoChunkBytes, r.size - r.offset)
-                var head = cur.raw
-                appendU64(UInt64(r.size), to: &head)
-                appendU64(UInt64(r.offset), to: &head)
+                let head = PhotoWaves.dataHeader(hash: cur.raw, total: r.size, offset: r.offset)
                 try channel.sendBuilt(.photoData, length: head.count + n) { buf in
                     buf.append(contentsOf: head)
                     try r.readChunk(max: n, into: &buf)
@@ -295,10 +307,7 @@ final class PhotoResponder {
                 current = (raw, PhotoBlobReader(store: store, rowid: loc.rowid, size: loc.size))
                 if loc.size == 0 {
                     // An empty photo still gets one (empty) data frame.
-                    var head = raw
-                    appendU64(0, to: &head)
-                    appendU64(0, to: &head)
-                    channel.send(.photoData, head)
+                    channel.send(.photoData, PhotoWaves.dataHeader(hash: raw, total: 0, offset: 0))
                     current = nil
                     sent += 1
                 }
@@ -309,7 +318,4 @@ final class PhotoResponder {
         }
     }
 
-    private func appendU64(_ v: UInt64, to out: inout [UInt8]) {
-        for shift in stride(from: 56, through: 0, by: -8) { out.append(UInt8((v >> UInt64(shift)) & 0xFF)) }
-    }
 }

@@ -106,7 +106,7 @@ enum BundleApplier {
                         case .photoData:
                             let p = f.payload
                             let hash = Hex.encode(p[0..<32])
-                            let total = Int(p[32..<40].reduce(UInt64(0)) { $0 << 8 | UInt64($1) })
+                            let total = Int(PhotoWaves.dataSizes(p).total)
                             if assembly == nil {
                                 summary.photosReceived += 1
                                 // Only a photo a record here names, and not held yet, is kept.
@@ -221,8 +221,7 @@ enum BundleApplier {
                 case (_, .photoData):
                     let p = f.payload
                     guard p.count > PhotoWaves.dataHeaderBytes else { throw ProtocolError("PHOTO-DATA frame with no bytes after its header") }
-                    func u64(_ at: Int) -> UInt64 { p[at..<(at + 8)].reduce(0) { $0 << 8 | UInt64($1) } }
-                    let total = u64(32), offset = u64(40)
+                    let (total, offset) = PhotoWaves.dataSizes(p)
                     let body = UInt64(p.count - PhotoWaves.dataHeaderBytes)
                     guard total <= UInt64(Store.maxPhotoBytes) else { throw ProtocolError("PHOTO-DATA declares \(total) bytes, over the photo limit of \(Store.maxPhotoBytes)") }
                     if let cur = photo {

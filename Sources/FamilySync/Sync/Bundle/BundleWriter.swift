@@ -131,9 +131,7 @@ enum BundleWriter {
             let reader = PhotoBlobReader(store: store, rowid: loc.rowid, size: loc.size)
             let digest = Hex.decode(hash) ?? []
             repeat {
-                var payload = digest
-                for shift in stride(from: 56, through: 0, by: -8) { payload.append(UInt8(truncatingIfNeeded: UInt64(loc.size) >> UInt64(shift))) }
-                for shift in stride(from: 56, through: 0, by: -8) { payload.append(UInt8(truncatingIfNeeded: UInt64(reader.offset) >> UInt64(shift))) }
+                var payload = PhotoWaves.dataHeader(hash: digest, total: loc.size, offset: reader.offset)
                 try reader.readChunk(max: SyncLimits.photoChunkBytes, into: &payload)
                 try s.append(.photoData, payload)
             } while !reader.isFinished
