@@ -110,7 +110,8 @@ import FamilySync
 
     @Test func aPartCutOffOrChangedChangesNothing() throws {
         let f = try Family()
-        try Household.addRecords(f.owner, prefix: "o", count: 20, photos: [Household.photo(1, size: 200_000)])
+        // An empty photo too: it travels as one empty PHOTO-DATA frame.
+        try Household.addRecords(f.owner, prefix: "o", count: 20, photos: [Household.photo(1, size: 200_000), []])
         #expect(try f.bundle(f.owner, to: f.kid, "b").status == 0)
         let bytes = try Data(contentsOf: URL(fileURLWithPath: f.dir.file("b")))
         let before = try Household.fingerprint(f.kid)
@@ -127,8 +128,10 @@ import FamilySync
             #expect(r.out.isEmpty)
             #expect(try Household.fingerprint(f.kid) == before, "\(name)")
         }
-        // The whole one still applies.
-        #expect(try f.unbundle(f.kid, ["b"]).status == 0)
+        // The whole one still applies, the empty photo with it.
+        let whole = try f.unbundle(f.kid, ["b"])
+        #expect(whole.status == 0, "\(whole.err)")
+        #expect(whole.json?.int("photos", "kept") == 2)
     }
 
     @Test func aBundleForAnotherDeviceFromARevokedOneOrOlderIsRefused() throws {

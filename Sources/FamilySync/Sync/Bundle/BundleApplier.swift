@@ -220,9 +220,11 @@ enum BundleApplier {
                     records += Int64(f.payload.reduce(0) { $0 + ($1 == 0x0A ? 1 : 0) })
                 case (_, .photoData):
                     let p = f.payload
-                    guard p.count > PhotoWaves.dataHeaderBytes else { throw ProtocolError("PHOTO-DATA frame with no bytes after its header") }
+                    guard p.count >= PhotoWaves.dataHeaderBytes else { throw ProtocolError("PHOTO-DATA frame shorter than its header") }
                     let (total, offset) = PhotoWaves.dataSizes(p)
                     let body = UInt64(p.count - PhotoWaves.dataHeaderBytes)
+                    // An empty photo travels as one empty frame; any other frame carries bytes.
+                    guard body > 0 || total == 0 else { throw ProtocolError("PHOTO-DATA frame with no bytes after its header") }
                     guard total <= UInt64(Store.maxPhotoBytes) else { throw ProtocolError("PHOTO-DATA declares \(total) bytes, over the photo limit of \(Store.maxPhotoBytes)") }
                     if let cur = photo {
                         guard cur.hash == p[0..<32], cur.total == total, cur.got == offset else { throw ProtocolError("PHOTO-DATA out of order inside a photo") }
