@@ -116,11 +116,28 @@ final class InProcessHousehold {
         return false
     }
 
-    /// Forwards bytes between `a` and `b` until `limit` have crossed, then closes both.
+    /// Forwards bytes between `a` and `b` until `limit` have crossed, then
+    /// ends both directions with a FIN and drops whatever either end still
+    /// sends until it closes. Closing at once with bytes unread would send a
+    /// reset instead, and a reset discards what already crossed but was not
+    /// yet read: where the cut falls would then depend on how fast each side
+    /// reads, not on the byte count.
     static func relay(_ a: TCPSocket, _ b: TCPSocket, limit: Int) {
         var moved = 0
         var buf = [UInt8](repeating: 0, count: 4096)
-        defer { a.close(); b.close() }
+        defer {
+            shutdown(a.fd, Int32(SHUT_WR))
+            shutdown(b.fd, Int32(SHUT_WR))
+            var open = [a, b]
+            while !open.isEmpty {
+                var fds = open.map { pollfd(fd: $0.fd, events: Int16(POLLIN), revents: 0) }
+                guard poll(&fds, nfds_t(fds.count), 20_000) > 0 else { break }
+                for (i, s) in open.enumerated().reversed() where fds[i].revents != 0 {
+                    if buf.withUnsafeMutableBytes({ Glibc.read(s.fd, $0.baseAddress, $0.count) }) <= 0 { open.remove(at: i) }
+                }
+            }
+            a.close(); b.close()
+        }
         while moved < limit {
             var fds = [pollfd(fd: a.fd, events: Int16(POLLIN), revents: 0), pollfd(fd: b.fd, events: Int16(POLLIN), revents: 0)]
             guard poll(&fds, 2, 20_000) > 0 else { return }
