@@ -29,11 +29,13 @@ public struct PurgeEntry: Equatable, Sendable {
     /// The id's hash: 8 bytes of SHA-256, so a million purged ids take 16 MB
     /// and two ids share a hash with odds of about 1 in 10^13 at that size.
     public static func hash(_ id: UnsafeRawBufferPointer) -> UInt64 {
-        var out = [UInt8](repeating: 0, count: 32)
-        _ = COpenSSL.SHA256(id.baseAddress?.assumingMemoryBound(to: UInt8.self), id.count, &out)
-        var h: UInt64 = 0
-        for i in 0..<8 { h = h << 8 | UInt64(out[i]) }
-        return h
+        // On the stack: a purge hashes every id it drops.
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 32) { out in
+            _ = COpenSSL.SHA256(id.baseAddress?.assumingMemoryBound(to: UInt8.self), id.count, out.baseAddress)
+            var h: UInt64 = 0
+            for i in 0..<8 { h = h << 8 | UInt64(out[i]) }
+            return h
+        }
     }
 
     public static func hash(_ id: String) -> UInt64 {
