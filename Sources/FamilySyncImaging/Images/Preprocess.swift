@@ -231,3 +231,59 @@ extension GrayImage {
         return GrayImage(width: width, height: height, pixels: out)
     }
 }
+
+extension GrayImage {
+    /// Rows become columns: a mirrored code turned a quarter, which ZXing
+    /// reads where it misses the mirrored original.
+    public func transposed() -> GrayImage {
+        var out = [UInt8](repeating: 0, count: pixels.count)
+        let w = width, h = height
+        pixels.withUnsafeBufferPointer { src in
+            out.withUnsafeMutableBufferPointer { dst in
+                for y in 0..<h {
+                    let row = y * w
+                    for x in 0..<w { dst[x * h + y] = src[row + x] }
+                }
+            }
+        }
+        return GrayImage(width: h, height: w, pixels: out)
+    }
+
+    /// The pixels of a rectangle, clipped to the image.
+    public func cropped(x: Int, y: Int, width cw: Int, height ch: Int) -> GrayImage {
+        let x0 = max(0, min(width, x)), y0 = max(0, min(height, y))
+        let x1 = max(x0, min(width, x + cw)), y1 = max(y0, min(height, y + ch))
+        var out = [UInt8]()
+        out.reserveCapacity((x1 - x0) * (y1 - y0))
+        for yy in y0..<y1 { out += pixels[(yy * width + x0)..<(yy * width + x1)] }
+        return GrayImage(width: x1 - x0, height: y1 - y0, pixels: out)
+    }
+
+    /// Local thresholds for both polarities at once (dark = 0 in each: the
+    /// first marks dark ink, the second light ink). A pixel is set by the
+    /// mean of its (2r+1)² window, which follows modules of a pixel or two;
+    /// where that window is flat (inside a finder's 3×3 centre once modules
+    /// outgrow it) the mean of the wider `flatRadius` window decides, so
+    /// large dark areas do not come out hollow. Flat paper stays background
+    /// in both, not noise.
+    public func adaptiveThresholds(radius r: Int, flatRadius: Int, offset: Int) -> (dark: GrayImage, light: GrayImage) {
+        let near = boxMean(radius: r), wide = boxMean(radius: flatRadius)
+        var dark = [UInt8](repeating: 255, count: pixels.count), light = dark
+        pixels.withUnsafeBufferPointer { p in
+            near.withUnsafeBufferPointer { m in
+                wide.withUnsafeBufferPointer { wm in
+                    dark.withUnsafeMutableBufferPointer { d in
+                        light.withUnsafeMutableBufferPointer { l in
+                            for i in 0..<p.count {
+                                let v = Int(p[i]), mean = Int(m[i])
+                                if v + offset < mean { d[i] = 0 } else if v > mean + offset { l[i] = 0 }
+                                else if v + offset < Int(wm[i]) { d[i] = 0 } else if v > Int(wm[i]) + offset { l[i] = 0 }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        return (GrayImage(width: width, height: height, pixels: dark), GrayImage(width: width, height: height, pixels: light))
+    }
+}

@@ -110,8 +110,9 @@ public struct QRReader: Sendable {
         DispatchQueue.concurrentPerform(iterations: QRReader.workers) { _ in
             let zbar = ZBarScanner()
             while let i = state.next(limit: ladder.count) {
-                // Past the plain steps, an image with nothing finder-like in it ends the climb.
-                if i >= plain, !rungs.hasFinderLikePatterns { state.stop(); break }
+                // Past the plain steps, an image with nothing finder-like in it, at
+                // the ladder's scales or the small codes', ends the climb.
+                if i >= plain, !rungs.hasFinderLikePatterns, !rungs.hasSmallFinders { state.stop(); break }
                 state.record(index: i, found: QRReader.read(ladder[i], rungs, zbar), accept: accept)
             }
         }
@@ -257,6 +258,20 @@ public struct QRReader: Sendable {
         private let finderLike = ThreadLock()
         private var finderLikeValue: Bool?
 
+        /// The small codes' canvas (QRSmallCodes), nil when the photo shows
+        /// no finder triple of small modules; made once.
+        var small: Rendition? {
+            smallLock.lock(); defer { smallLock.unlock() }
+            if let v = smallValue { return v }
+            let v = QRSmallCodes.canvas(base, QRSmallCodes.regions(in: base))
+            smallValue = .some(v)
+            return v
+        }
+        /// Whether the photo shows finder patterns of small modules.
+        var hasSmallFinders: Bool { small != nil }
+        private let smallLock = ThreadLock()
+        private var smallValue: Rendition??
+
         func normalizedFine(_ r: Int) -> GrayImage { cached("normalized-fine") { $0.base.locallyNormalized(radius: r) } }
         func threshold(_ r: Int) -> GrayImage { cached("threshold") { $0.base.adaptiveThreshold(radius: r, offset: 4) } }
     }
@@ -293,6 +308,17 @@ public struct QRReader: Sendable {
         add(.zxing, "gray-global", [.tryHarder, .tryDownscale, .globalHistogram]) { same($0.base) }
         add(.zxing, "inverted-mirrored") { mirrored($0.inverted) }
         if halves { add(.zbar, "half") { scaled($0.half, 2) } }
+        // Codes of one to three pixels a module, cut out and drawn larger.
+        add(.zxing, "small", harder) { $0.small }
+        add(.zbar, "small") { $0.small }
+        // One threshold for a whole redrawn code: faint codes ZXing's block binarizer takes for blank.
+        add(.zxing, "small-global", [.tryHarder, .globalHistogram]) { $0.small }
+        // Their mirrored twin (rows become columns), for the mirrored codes ZXing misses.
+        if maxSide >= QRSmallCodes.minTransposedSide {
+            add(.zxing, "small-transposed", harder) { r in
+                r.small.map { v in Rendition(image: v.image.transposed(), toPhoto: { p in v.toPhoto(ImagePoint(x: p.y, y: p.x)) }) }
+            }
+        }
         // A small window: local contrast at the scale of a few modules (low contrast, glare).
         add(.zxing, "normalized-fine") { same($0.normalizedFine(max(4, r / 3))) }
         add(.zxing, "sharpened") { same($0.base.sharpened(radius: 2, amount: 150)) }

@@ -95,7 +95,9 @@ enum QRRectifier {
         return (Double(end) - Double(counts[2]) / 2, counts.reduce(0, +))
     }
 
-    static func findFinders(_ b: GrayImage) -> [Finder] {
+    /// The finder patterns of `b` whose module is at most `maxModule`, most
+    /// often crossed first, at most `limit` of them.
+    static func findFinders(_ b: GrayImage, maxModule: Double = .infinity, limit: Int = maxClusters) -> [Finder] {
         let w = b.width, h = b.height
         var clusters: [Finder] = []
         var sumX: [Double] = [], sumY: [Double] = [], sumM: [Double] = []
@@ -137,7 +139,7 @@ enum QRRectifier {
                 i += 2
             }
         }
-        return Array(clusters.filter { $0.hits >= 2 }.sorted { $0.hits > $1.hits }.prefix(maxClusters))
+        return Array(clusters.filter { $0.hits >= 2 && $0.module <= maxModule }.sorted { $0.hits > $1.hits }.prefix(limit))
     }
 
     /// (top-left, top-right, bottom-left, module count) of a plausible code.
