@@ -233,6 +233,9 @@ extension GrayImage {
 }
 
 extension GrayImage {
+    /// How much smaller the copy is on which `adaptiveThresholds` takes its wide mean.
+    static let flatMeanFactor = 4
+
     /// Rows become columns: a mirrored code turned a quarter, which ZXing
     /// reads where it misses the mirrored original.
     public func transposed() -> GrayImage {
@@ -267,17 +270,27 @@ extension GrayImage {
     /// large dark areas do not come out hollow. Flat paper stays background
     /// in both, not noise.
     public func adaptiveThresholds(radius r: Int, flatRadius: Int, offset: Int) -> (dark: GrayImage, light: GrayImage) {
-        let near = boxMean(radius: r), wide = boxMean(radius: flatRadius)
+        let near = boxMean(radius: r)
+        // The wide mean only decides flat areas, so a copy a few times smaller serves, at a fraction of the cost.
+        let f = GrayImage.flatMeanFactor
+        let small = downscaled(by: f)
+        let wide = small.boxMean(radius: max(1, flatRadius / f)), sw = small.width, sh = small.height
+        let w = width
         var dark = [UInt8](repeating: 255, count: pixels.count), light = dark
         pixels.withUnsafeBufferPointer { p in
             near.withUnsafeBufferPointer { m in
                 wide.withUnsafeBufferPointer { wm in
                     dark.withUnsafeMutableBufferPointer { d in
                         light.withUnsafeMutableBufferPointer { l in
-                            for i in 0..<p.count {
-                                let v = Int(p[i]), mean = Int(m[i])
-                                if v + offset < mean { d[i] = 0 } else if v > mean + offset { l[i] = 0 }
-                                else if v + offset < Int(wm[i]) { d[i] = 0 } else if v > Int(wm[i]) + offset { l[i] = 0 }
+                            for y in 0..<height {
+                                let wrow = min(y / f, sh - 1) * sw
+                                for x in 0..<w {
+                                    let i = y * w + x, v = Int(p[i]), mean = Int(m[i])
+                                    if v + offset < mean { d[i] = 0 } else if v > mean + offset { l[i] = 0 } else {
+                                        let flat = Int(wm[wrow + min(x / f, sw - 1)])
+                                        if v + offset < flat { d[i] = 0 } else if v > flat + offset { l[i] = 0 }
+                                    }
+                                }
                             }
                         }
                     }
