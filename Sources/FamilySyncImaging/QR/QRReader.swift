@@ -310,6 +310,10 @@ public struct QRReader: Sendable {
         if halves { add(.zbar, "half") { scaled($0.half, 2) } }
         // Codes of one to three pixels a module, cut out and drawn larger.
         add(.zxing, "small", harder) { $0.small }
+        // A small window: local contrast at the scale of a few modules (low contrast, glare).
+        add(.zxing, "normalized-fine") { same($0.normalizedFine(max(4, r / 3))) }
+        // (The small codes' other steps come a step later than the first, so
+        // that the other worker is not held waiting while their regions are found.)
         add(.zbar, "small") { $0.small }
         // One threshold for a whole redrawn code: faint codes ZXing's block binarizer takes for blank.
         add(.zxing, "small-global", [.tryHarder, .globalHistogram]) { $0.small }
@@ -319,8 +323,6 @@ public struct QRReader: Sendable {
                 r.small.map { v in Rendition(image: v.image.transposed(), toPhoto: { p in v.toPhoto(ImagePoint(x: p.y, y: p.x)) }) }
             }
         }
-        // A small window: local contrast at the scale of a few modules (low contrast, glare).
-        add(.zxing, "normalized-fine") { same($0.normalizedFine(max(4, r / 3))) }
         add(.zxing, "sharpened") { same($0.base.sharpened(radius: 2, amount: 150)) }
         if halves { add(.zbar, "half-normalized-inverted") { scaled($0.halfNormalized(max(6, r / 2)).inverted(), 2) } }
         add(.zxing, "blurred") { same($0.base.boxBlurred(radius: 1)) }
