@@ -124,7 +124,7 @@ enum QRSmallCodes {
         }
         let tilesPlaced = placed, top = Double(gap)
         return QRReader.Rendition(image: canvas, toPhoto: { p in
-            // The tile the point lies on (or nearest), back to the photo.
+            // The tile the point lies on (or nearest), back to the photo. Never nil: a canvas has a tile.
             let t = tilesPlaced.min { abs(p.x - Double($0.x0 + $0.width / 2)) < abs(p.x - Double($1.x0 + $1.width / 2)) }!
             return ImagePoint(x: Double(t.region.x) + (p.x - Double(t.x0)) / t.region.scale,
                               y: Double(t.region.y) + (p.y - top) / t.region.scale)
