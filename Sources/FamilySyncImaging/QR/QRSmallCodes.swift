@@ -81,12 +81,14 @@ enum QRSmallCodes {
     static func region(_ t: QRRectifier.Triple, in image: GrayImage, lightOnDark: Bool) -> Region? {
         let m = (t.a.module + t.b.module + t.c.module) / 3
         guard m > 0 else { return nil }
+        // The three finder centres and the fourth corner they imply.
         let xs = [t.a.x, t.b.x, t.c.x, t.b.x + t.c.x - t.a.x], ys = [t.a.y, t.b.y, t.c.y, t.b.y + t.c.y - t.a.y]
-        // Never nil: four points.
-        let side = max(xs.max()! - xs.min()!, ys.max()! - ys.min()!)
+        let minX = xs.reduce(.infinity, min), maxX = xs.reduce(-.infinity, max)
+        let minY = ys.reduce(.infinity, min), maxY = ys.reduce(-.infinity, max)
+        let side = max(maxX - minX, maxY - minY)
         let margin = marginModules * m + perspectiveSlack * side
-        let x0 = max(0, Int(xs.min()! - margin)), y0 = max(0, Int(ys.min()! - margin))
-        let x1 = min(image.width, Int(xs.max()! + margin) + 1), y1 = min(image.height, Int(ys.max()! + margin) + 1)
+        let x0 = max(0, Int(minX - margin)), y0 = max(0, Int(minY - margin))
+        let x1 = min(image.width, Int(maxX + margin) + 1), y1 = min(image.height, Int(maxY + margin) + 1)
         guard x1 > x0, y1 > y0 else { return nil }
         return Region(x: x0, y: y0, width: x1 - x0, height: y1 - y0, scale: outputModule / m, lightOnDark: lightOnDark)
     }
