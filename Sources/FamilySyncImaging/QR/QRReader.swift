@@ -20,6 +20,34 @@ public struct QRReader: Sendable {
     struct Rendition: Sendable {
         var image: GrayImage
         var toPhoto: @Sendable (ImagePoint) -> ImagePoint
+
+        /// `tiles` side by side on one white canvas, `gap` pixels around and
+        /// between them, each with the way back to the photo from a point on
+        /// it (in the tile's own pixels); a point goes back through the tile
+        /// it lies on, or the nearest. Nil for no tile.
+        static func sideBySide(_ tiles: [Rendition], gap: Int) -> Rendition? {
+            guard !tiles.isEmpty else { return nil }
+            let width = tiles.reduce(gap) { $0 + $1.image.width + gap }
+            let height = (tiles.map(\.image.height).max() ?? 0) + 2 * gap
+            var canvas = GrayImage(width: width, height: height, fill: 255)
+            var placed: [(x0: Int, width: Int, toPhoto: @Sendable (ImagePoint) -> ImagePoint)] = []
+            var x0 = gap
+            for t in tiles {
+                let w = t.image.width
+                for y in 0..<t.image.height {
+                    let dst = (y + gap) * width + x0
+                    canvas.pixels.replaceSubrange(dst..<(dst + w), with: t.image.pixels[(y * w)..<(y * w + w)])
+                }
+                placed.append((x0, w, t.toPhoto))
+                x0 += w + gap
+            }
+            let tilesPlaced = placed, top = Double(gap)
+            return Rendition(image: canvas, toPhoto: { p in
+                // Never nil: a canvas has a tile.
+                let t = tilesPlaced.min { abs(p.x - Double($0.x0 + $0.width / 2)) < abs(p.x - Double($1.x0 + $1.width / 2)) }!
+                return t.toPhoto(ImagePoint(x: p.x - Double(t.x0), y: p.y - top))
+            })
+        }
     }
 
     /// One rung of the ladder: an engine, and how to make its image from the photo.

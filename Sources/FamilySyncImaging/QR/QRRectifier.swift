@@ -37,27 +37,15 @@ enum QRRectifier {
                 if let tile = redraw(gray: gray, binary: binary, triple: u) { tiles.append(tile) }
             }
         }
-        guard !tiles.isEmpty else { return nil }
-        let gap = 8 * outputModule
-        let width = tiles.reduce(gap) { $0 + $1.image.width + gap }, height = (tiles.map(\.image.height).max() ?? 0) + 2 * gap
-        var canvas = GrayImage(width: width, height: height, fill: 255)
-        var x0 = gap
-        var placed: [(x0: Int, side: Int, homography: [Double])] = []
-        for (t, hm) in tiles {
-            for y in 0..<t.height { for x in 0..<t.width { canvas.pixels[(y + gap) * width + x0 + x] = t.pixels[y * t.width + x] } }
-            placed.append((x0, t.width, hm))
-            x0 += t.width + gap
-        }
         let s = Double(outputModule), quiet = 4.0
-        let tilesPlaced = placed
-        return QRReader.Rendition(image: canvas, toPhoto: { p in
-            // The tile the point lies on (or nearest), back through its homography.
-            let tile = tilesPlaced.min { abs(p.x - Double($0.x0 + $0.side / 2)) < abs(p.x - Double($1.x0 + $1.side / 2)) }!
-            let u = (p.x - Double(tile.x0)) / s - quiet, v = (p.y - Double(gap)) / s - quiet
-            let hm = tile.homography
-            let d = hm[6] * u + hm[7] * v + hm[8]
-            return ImagePoint(x: (hm[0] * u + hm[1] * v + hm[2]) / d, y: (hm[3] * u + hm[4] * v + hm[5]) / d)
-        })
+        return QRReader.Rendition.sideBySide(tiles.map { t, hm in
+            QRReader.Rendition(image: t, toPhoto: { p in
+                // Back through the tile's homography, from its modules (the quiet zone first).
+                let u = p.x / s - quiet, v = p.y / s - quiet
+                let d = hm[6] * u + hm[7] * v + hm[8]
+                return ImagePoint(x: (hm[0] * u + hm[1] * v + hm[2]) / d, y: (hm[3] * u + hm[4] * v + hm[5]) / d)
+            })
+        }, gap: 8 * outputModule)
     }
 
     // MARK: Finder patterns

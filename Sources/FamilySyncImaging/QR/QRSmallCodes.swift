@@ -97,7 +97,7 @@ enum QRSmallCodes {
     /// dark on light, side by side on one white canvas of at most
     /// `maxCanvasPixels`, with the way back to the photo; nil for no region.
     static func canvas(_ image: GrayImage, _ regions: [Region]) -> QRReader.Rendition? {
-        var tiles: [(Region, GrayImage)] = []
+        var tiles: [QRReader.Rendition] = []
         var width = gap, height = 0
         for r in regions {
             let w = Int((Double(r.width) * r.scale).rounded()), h = Int((Double(r.height) * r.scale).rounded())
@@ -108,28 +108,11 @@ enum QRSmallCodes {
             if r.lightOnDark { crop = crop.inverted() }
             // A faint code stretched to full contrast: ZXing takes a block under 24 levels for blank.
             crop = crop.contrastStretched()
-            tiles.append((r, crop.resized(width: w, height: h).sharpened(radius: sharpenRadius, amount: sharpenAmount)))
+            tiles.append(QRReader.Rendition(image: crop.resized(width: w, height: h).sharpened(radius: sharpenRadius, amount: sharpenAmount),
+                                            toPhoto: { p in ImagePoint(x: Double(r.x) + p.x / r.scale, y: Double(r.y) + p.y / r.scale) }))
             width = nw
             height = nh
         }
-        guard !tiles.isEmpty else { return nil }
-        var canvas = GrayImage(width: width, height: height, fill: 255)
-        var placed: [(x0: Int, width: Int, region: Region)] = []
-        var x0 = gap
-        for (r, t) in tiles {
-            for y in 0..<t.height {
-                let src = y * t.width, dst = (y + gap) * width + x0
-                canvas.pixels.replaceSubrange(dst..<(dst + t.width), with: t.pixels[src..<(src + t.width)])
-            }
-            placed.append((x0, t.width, r))
-            x0 += t.width + gap
-        }
-        let tilesPlaced = placed, top = Double(gap)
-        return QRReader.Rendition(image: canvas, toPhoto: { p in
-            // The tile the point lies on (or nearest), back to the photo. Never nil: a canvas has a tile.
-            let t = tilesPlaced.min { abs(p.x - Double($0.x0 + $0.width / 2)) < abs(p.x - Double($1.x0 + $1.width / 2)) }!
-            return ImagePoint(x: Double(t.region.x) + (p.x - Double(t.x0)) / t.region.scale,
-                              y: Double(t.region.y) + (p.y - top) / t.region.scale)
-        })
+        return QRReader.Rendition.sideBySide(tiles, gap: gap)
     }
 }
