@@ -113,6 +113,10 @@ package enum CoreFuzzEntries {
         case .welcome: _ = try? WelcomeMessage(f)
         case .records: recordBatch(f.payload)
         case .recordsEnd: _ = try? FieldReader(f).int("count")
+        case .recordsMark:
+            if let m = try? RecordsMarkMessage(f) {
+                precondition((try? RecordsMarkMessage(Frame(.recordsMark, Array(m.json.serialized.utf8)))) == m, "RECORDS-MARK does not round-trip")
+            }
         case .purged:
             guard let store = scratchStore else { return }
             _ = try? f.payload.withUnsafeBytes { b in try store.write { try store.applyPurgeBatch(b) } }

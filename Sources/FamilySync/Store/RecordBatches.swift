@@ -32,12 +32,18 @@ extension Store {
     /// The current versions of the rows `rids` (records of the session's set
     /// that the peer's own records replaced before they were sent), as one
     /// batch of at most `maxBytes`. Returns the batch and how many rids it used.
-    func exportRecordRows(_ rids: ArraySlice<Int64>, maxBytes: Int, bound: OwnVersionBound? = nil) throws -> (OutgoingBatch, used: Int) {
-        let s = try db.prepare("SELECT line, seq, modified_at, rid, device_id, prev_at FROM records WHERE rid = ?")
+    /// `skipping` as for `exportRecordBatch`: a row that now holds the very
+    /// bytes that peer sent is not sent back to it.
+    func exportRecordRows(_ rids: ArraySlice<Int64>, maxBytes: Int, bound: OwnVersionBound? = nil,
+                          skipping peer: String? = nil) throws -> (OutgoingBatch, used: Int) {
+        let s = try db.prepare("""
+            SELECT line, seq, modified_at, rid, device_id, prev_at FROM records
+            WHERE rid = ? AND NOT (came_seq IS seq AND came_from IS ?)
+            """)
         var b = OutgoingBatch(lastSeq: 0)
         var used = 0
         for rid in rids {
-            try s.bind([.int(rid)])
+            try s.bind([.int(rid), peer.map { .text($0) } ?? .null])
             defer { s.reset() }
             if try s.step() {
                 guard try appendLine(s, to: &b, maxBytes: maxBytes, bound: bound) else { break }

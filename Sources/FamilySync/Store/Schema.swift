@@ -189,6 +189,20 @@ enum Schema {
             applied_at INTEGER NOT NULL
         ) WITHOUT ROWID;
         """,
+        // Version 8: resuming a session that was cut off (docs/protocol.md
+        // §7.4b, ResumePoints.swift). Per peer and direction: a chain of
+        // sessions that started sending from `after` and had delivered the
+        // sender's changes up to `up_to` when the last of them ended.
+        """
+        CREATE TABLE IF NOT EXISTS resume_points (
+            peer TEXT NOT NULL,
+            direction TEXT NOT NULL CHECK (direction IN ('in', 'out')),
+            chain TEXT NOT NULL,
+            after INTEGER NOT NULL,
+            up_to INTEGER NOT NULL,
+            PRIMARY KEY (peer, direction)
+        ) WITHOUT ROWID;
+        """,
     ]
 
     /// The first version whose stores keep the record-state digest in `meta`.

@@ -7,6 +7,7 @@ extension Store {
         try db.run("INSERT OR IGNORE INTO devices (device_id, role, joined_at) VALUES (?, 'member', ?)", [.text(peer), .int(at.milliseconds)])
         try db.run("UPDATE devices SET recv_seq = ?, sent_seq = ?, last_synced_at = ? WHERE device_id = ?",
                    [.int(recvSeq), .int(sentSeq), .int(at.milliseconds), .text(peer)])
+        try clearResumePointsInTransaction(peer: peer)
         if let address { try rememberAddressInTransaction(address, of: peer) }
     }
 
@@ -21,6 +22,7 @@ extension Store {
     /// takes everything (a store admitted to its family again). Call inside a transaction.
     func resetAllCursorsInTransaction() throws {
         try db.run("UPDATE devices SET sent_seq = 0, recv_seq = 0")
+        try clearResumePointsInTransaction(peer: nil)
         try resetBundleCursorsInTransaction()
     }
 

@@ -11,6 +11,7 @@ public enum FrameType: UInt8, Sendable, CaseIterable {
     case records = 0x10
     case recordsEnd = 0x11
     case purged = 0x12
+    case recordsMark = 0x13
     case photoRequest = 0x20
     case photoData = 0x21
     case photoUnavailable = 0x22
@@ -29,6 +30,7 @@ public enum FrameType: UInt8, Sendable, CaseIterable {
         case .records: return "RECORDS"
         case .recordsEnd: return "RECORDS-END"
         case .purged: return "PURGED"
+        case .recordsMark: return "RECORDS-MARK"
         case .photoRequest: return "PHOTO-REQUEST"
         case .photoData: return "PHOTO-DATA"
         case .photoUnavailable: return "PHOTO-UNAVAILABLE"

@@ -102,6 +102,27 @@ struct FieldReader {
         guard v.objectValue != nil else { throw fail(k, "not an object") }
         return FieldReader(name: "\(frame).\(k)", value: v)
     }
+    func optionalBool(_ k: String) throws(ProtocolError) -> Bool? {
+        guard let v = value[k], !v.isNull else { return nil }
+        guard let b = v.boolValue else { throw fail(k, "not true or false") }
+        return b
+    }
+    func optionalObject(_ k: String) throws(ProtocolError) -> FieldReader? {
+        guard let v = value[k], !v.isNull else { return nil }
+        return try object(k)
+    }
+    /// A resume chain's name (ResumePoints.swift): 32 lower-case hex digits.
+    func chain(_ k: String) throws(ProtocolError) -> String {
+        let s = try string(k, maxBytes: 64)
+        guard ResumePoint.isChain(s) else { throw fail(k, "not 32 lower-case hex digits") }
+        return s
+    }
+    /// A resume point: `{"chain": …, "after": int, "upTo": int}` with after ≤ upTo.
+    func resumePoint() throws(ProtocolError) -> ResumePoint {
+        let p = ResumePoint(chain: try chain("chain"), after: try int("after"), upTo: try int("upTo"))
+        guard p.after <= p.upTo else { throw fail("upTo", "below 'after' (\(p.after))") }
+        return p
+    }
     func role(_ k: String) throws(ProtocolError) -> FamilyInfo.Role {
         guard let r = FamilyInfo.Role(rawValue: try string(k)) else { throw fail(k, "not 'owner' or 'member'") }
         return r
@@ -127,12 +148,20 @@ struct HelloMessage: Equatable {
     /// many records are coming (at most `changes - after`); optional, for
     /// progress only.
     var changes: Int64?
+    /// The sender keeps RECORDS-MARK (§7.4b): the receiver sends them before its batches.
+    var marks = true
+    /// Where the sender's part of a cut-off session with the receiver had got to (§7.4b).
+    var resume: ResumePoint?
 
     var json: JSONValue {
         var o: [(String, JSONValue)] = [("protocol", .int(version)), ("device", .string(device)), ("family", .string(family)), ("role", .string(role.rawValue)),
                  ("clock", .string(clock.rfc3339)), ("epoch", .int(epoch)), ("after", .int(after)), ("sent", .int(sent)),
                  ("software", .string(software))]
         if let changes { o.append(("changes", .int(changes))) }
+        if marks { o.append(("marks", .bool(true))) }
+        if let resume {
+            o.append(("resume", .object([("chain", .string(resume.chain)), ("after", .int(resume.after)), ("upTo", .int(resume.upTo))])))
+        }
         return .object(o)
     }
 
@@ -162,6 +191,24 @@ struct HelloMessage: Equatable {
         sent = try r.int("sent")
         software = try r.optionalString("software", maxBytes: 64) ?? ""
         changes = r.value["changes"]?.int64Value.flatMap { $0 >= 0 ? $0 : nil }
+        marks = try r.optionalBool("marks") ?? false
+        resume = try r.optionalObject("resume")?.resumePoint()
+    }
+}
+
+/// RECORDS-MARK (§7.4b): the RECORDS batch that follows completes the
+/// sender's changes in (`after`, `upTo`] for the chain `chain`.
+struct RecordsMarkMessage: Equatable {
+    var point: ResumePoint
+
+    var json: JSONValue {
+        .object([("chain", .string(point.chain)), ("after", .int(point.after)), ("upTo", .int(point.upTo))])
+    }
+
+    init(_ point: ResumePoint) { self.point = point }
+
+    init(_ f: Frame) throws(ProtocolError) {
+        point = try FieldReader(f).resumePoint()
     }
 }
 

@@ -21,6 +21,8 @@ public struct SyncOptions: Sendable {
     public var quietLimit: TimeSpan
     /// A session running this long ends (SyncLimits.defaultSessionLimit).
     public var sessionLimit: TimeSpan
+    /// The most records in one RECORDS batch (SyncLimits.recordBatchCount); tests make it small, to cut sessions between many batches.
+    var recordBatchCount = SyncLimits.recordBatchCount
     public init(waveTimeout: TimeSpan = SyncLimits.defaultWaveTimeout, faults: SyncFaults = [],
                 quietLimit: TimeSpan = SyncLimits.defaultQuietLimit, sessionLimit: TimeSpan = SyncLimits.defaultSessionLimit) {
         self.waveTimeout = waveTimeout

@@ -73,6 +73,13 @@ final class SyncSession {
     /// The meta key set when a session with `peer` ended with the digests apart.
     static func resyncKey(_ peer: String) -> String { "resync_with:\(peer)" }
     private var displacedSent = 0
+    /// The resume chain our marks name (§7.4b), nil for a peer that keeps no marks;
+    /// `markUpTo` is set when the batch about to go out came from the range.
+    private var outChain: String?
+    private var markUpTo: Int64?
+    /// The peer's last mark this session, and the one for the batch that comes next.
+    private var peerMark: ResumePoint?
+    private var pendingPeerMark: ResumePoint?
     private var recordsOutDone = false
     /// The clamp (docs/protocol.md §7.4), fixed at HELLO. A version leaves the
     /// device that made it no later than the family's clock + the clamp
@@ -203,8 +210,9 @@ final class SyncSession {
     private func exchangeHellos() throws {
         let myClock = clock.now()
         let (myRecv, mySent) = (try store.receivedCursor(from: peer.device), try store.sentCursor(to: peer.device))
-        let hello = HelloMessage(version: options.faults.contains(.speakPreviousVersion) ? Int64(SyncProtocol.version - 1) : Int64(SyncProtocol.version), device: me, family: family.id, role: family.role, clock: myClock,
+        var hello = HelloMessage(version: options.faults.contains(.speakPreviousVersion) ? Int64(SyncProtocol.version - 1) : Int64(SyncProtocol.version), device: me, family: family.id, role: family.role, clock: myClock,
                                  epoch: try store.familyEpoch, after: myRecv, sent: mySent, changes: try store.currentChangeSeq)
+        hello.resume = try store.resumePoint(peer.device, .incoming)
         channel.send(.hello, json: hello.json)
         let f = try nextFrame(expecting: "HELLO")
         if f.type == .refused, peer.side == .client { throw SessionRefused(refusal: try RefusalMessage(f)) }
@@ -259,6 +267,7 @@ final class SyncSession {
         skipPeersOwn = continuous && !resync
         sendAfter = h.after <= snapshot && continuous && !resync ? h.after : 0
         sentFrom = sendAfter
+        if h.marks { try resume(from: h.resume) }
         if !continuous && family.role == .owner {
             try store.write { try store.forgetAcknowledgementPoints(member: peer.device) }
         }
@@ -273,11 +282,12 @@ final class SyncSession {
             _ = try store.write { try store.rotateFamilyKey(above: h.epoch) }
         }
         // How many records are coming at most, for progress: the peer's changes after where it sends from.
-        let peerSendsAfter = continuous ? myRecv : 0
+        var peerSendsAfter = continuous ? myRecv : 0
+        if let r = hello.resume, r.after == peerSendsAfter { peerSendsAfter = r.upTo }
         let expected: JSONValue = h.changes.map { .int(max(0, $0 - (peerSendsAfter <= $0 ? peerSendsAfter : 0))) } ?? .null
         summary.peerName = try store.device(h.device)?.name
         emit("hello", [("peer", .string(h.device)), ("peerName", .optional(summary.peerName)), ("role", .string(h.role.rawValue)), ("clockSkewMs", .int(summary.clockSkewMilliseconds)),
-                       ("full", .bool(sendAfter == 0)), ("continuous", .bool(continuous)), ("recordsExpected", expected)])
+                       ("full", .bool(sentFrom == 0)), ("resumed", .bool(summary.recordsResumed)), ("continuous", .bool(continuous)), ("recordsExpected", expected)])
         if summary.clockSkewReported {
             emit("clock-skew", [("ms", .int(summary.clockSkewMilliseconds)), ("peerRole", .string(h.role.rawValue)), ("role", .string(family.role.rawValue))])
         }
@@ -291,6 +301,24 @@ final class SyncSession {
         guard g.type == .family else { throw ProtocolError("expected FAMILY, got \(g.type.name)") }
         try apply(try FamilyMessage(g), from: h)
         enter(.records)
+    }
+
+    /// Goes on from where a session that was cut off stopped (§7.4b): only
+    /// when the peer's point and ours name the same chain and both start
+    /// where this session starts, and never past ours, nor past the snapshot.
+    /// Otherwise a new chain begins.
+    private func resume(from theirs: ResumePoint?) throws {
+        if let theirs, let mine = try store.resumePoint(peer.device, .outgoing),
+           mine.chain == theirs.chain, mine.after == sentFrom, theirs.after == sentFrom {
+            outChain = mine.chain
+            let upTo = min(theirs.upTo, mine.upTo, snapshot)
+            if upTo > sendAfter {
+                sendAfter = upTo
+                summary.recordsResumed = true
+            }
+        } else {
+            outChain = try ResumePoint.newChain()
+        }
     }
 
     /// The next frame, skipping keepalives, and sending ours while we wait
@@ -377,15 +405,19 @@ final class SyncSession {
                 recordsOutDone = true
                 break
             }
-            if !b.clamped.isEmpty || !b.released.isEmpty {
+            // The mark for a batch of the range: kept here before it is said (§7.4b).
+            let mark = outChain.flatMap { chain in markUpTo.map { ResumePoint(chain: chain, after: sentFrom, upTo: $0) } }
+            if !b.clamped.isEmpty || !b.released.isEmpty || mark != nil {
                 // Our own edits leave this store now: pulled back if later than the family's clock allows,
                 // and kept as sent (§7.4); from here on no session rewrites them.
                 seqsUsedForPeer += try store.write {
                     try store.releaseInTransaction(b.released)
+                    if let mark { try store.setResumePointInTransaction(mark, peer: peer.device, .outgoing) }
                     return try store.adoptClampedInTransaction(b.clamped)
                 }
                 summary.recordsClamped += Int64(b.clamped.count)
             }
+            if let mark { channel.send(.recordsMark, json: RecordsMarkMessage(mark).json) }
             channel.send(.records, b.payload)
             summary.recordsSent += Int64(b.count)
         }
@@ -406,18 +438,21 @@ final class SyncSession {
     /// The next batch of the set: rows still in (sendAfter, snapshot] by change
     /// number, then the displaced ones. Nil when all are out.
     private func nextOutgoingBatch() throws -> OutgoingBatch? {
+        markUpTo = nil
         if !rangeExhausted {
-            let b = try store.exportRecordBatch(after: sendAfter, upTo: snapshot, maxCount: SyncLimits.recordBatchCount,
+            let b = try store.exportRecordBatch(after: sendAfter, upTo: snapshot, maxCount: options.recordBatchCount,
                                                 maxBytes: SyncLimits.recordBatchBytes, bound: ownBound, skipping: skipPeersOwn ? peer.device : nil)
             if b.count > 0 {
                 sendAfter = b.lastSeq
+                markUpTo = b.lastSeq
                 return b
             }
             rangeExhausted = true
         }
         while displacedSent < displaced.count {
-            let rows = displaced[displacedSent..<min(displaced.count, displacedSent + SyncLimits.recordBatchCount)]
-            let (b, used) = try store.exportRecordRows(rows, maxBytes: SyncLimits.recordBatchBytes, bound: ownBound)
+            let rows = displaced[displacedSent..<min(displaced.count, displacedSent + options.recordBatchCount)]
+            let (b, used) = try store.exportRecordRows(rows, maxBytes: SyncLimits.recordBatchBytes, bound: ownBound,
+                                                       skipping: skipPeersOwn ? peer.device : nil)
             displacedSent += used
             if b.count > 0 { return b }
         }
@@ -483,8 +518,17 @@ final class SyncSession {
                 throw ProtocolError("RECORDS-END counts \(count) records, but \(summary.recordsReceived) arrived")
             }
             guard peerAfter >= 0 else { throw ProtocolError("RECORDS-END field 'after': negative") }
+            guard pendingPeerMark == nil else { throw ProtocolError("RECORDS-MARK followed by RECORDS-END, not by its RECORDS") }
             peerRecordsEnded = true
             waves.recordsArrived()
+        case .recordsMark:
+            guard !peerRecordsEnded else { throw ProtocolError("RECORDS-MARK after RECORDS-END") }
+            guard pendingPeerMark == nil else { throw ProtocolError("a second RECORDS-MARK before its RECORDS") }
+            let m = try RecordsMarkMessage(f).point
+            if let last = peerMark, m.chain != last.chain || m.after != last.after || m.upTo < last.upTo {
+                throw ProtocolError("RECORDS-MARK names another chain, start or an earlier point than the session's last mark")
+            }
+            pendingPeerMark = m
         case .purged:
             // Only the owner decides what the family forgets (§4.5): its signature decides, whoever relays it.
             guard !peerRecordsEnded else { throw ProtocolError("PURGED after RECORDS-END") }
@@ -548,12 +592,18 @@ final class SyncSession {
             let scans = try IncomingRecords.scan(base, count: buf.count, recordsBefore: summary.recordsReceived)
             let adopt: [UInt8]? = family.role == .member && peer.device == family.ownerDevice ? Array(me.utf8) : nil
             let keep: [UInt8]? = family.role == .owner ? Array(peer.device.utf8) : nil
+            let mark = pendingPeerMark
             let s = try store.write {
-                try store.applyRemoteInTransaction(base, scans, now: now, watching: watching, bound: receiveBound,
-                                                   adoptOwnerCopiesOf: adopt, keepOwnCopiesOf: keep, from: peer.device)
+                let s = try store.applyRemoteInTransaction(base, scans, now: now, watching: watching, bound: receiveBound,
+                                                           adoptOwnerCopiesOf: adopt, keepOwnCopiesOf: keep, from: peer.device)
+                // The peer's mark for this batch, in the batch's transaction: it never claims more than the store holds (§7.4b).
+                if let mark { try store.setResumePointInTransaction(mark, peer: peer.device, .incoming) }
+                return s
             }
             return (s, scans.count)
         }
+        if let m = pendingPeerMark { peerMark = m }
+        pendingPeerMark = nil
         displaced += s.displaced
         // The member holds a later-dated copy of these: ours go back to it, in this session.
         if !s.ownCopiesKept.isEmpty {

@@ -16,6 +16,8 @@ public struct SyncSummary: Sendable {
     public var recordsClamped: Int64 = 0
     /// The peer's versions this side pulled back to the family's clock.
     public var recordsClampedIn: Int64 = 0
+    /// Our records went on from where a session with this peer that was cut off stopped (§7.4b).
+    public var recordsResumed = false
     /// Records not taken, or dropped here, because the family purged them (purge records).
     public var recordsPurged: Int64 = 0
     /// Purge records the owner sent, or a member received.
@@ -49,7 +51,8 @@ public struct SyncSummary: Sendable {
         return .object([
             ("peer", .string(peer)), ("peerName", .optional(peerName)), ("address", .optional(address)), ("side", .string(side.rawValue)), ("joined", .bool(joined)),
             ("records", .object([("sent", .int(recordsSent)), ("received", .int(recordsReceived)), ("applied", .int(recordsApplied)),
-                                 ("clamped", .int(recordsClamped)), ("clampedIn", .int(recordsClampedIn)), ("purged", .int(recordsPurged))])),
+                                 ("clamped", .int(recordsClamped)), ("clampedIn", .int(recordsClampedIn)), ("purged", .int(recordsPurged)),
+                                 ("resumed", .bool(recordsResumed))])),
             ("purgeRecords", .object([("sent", .int(purgeRecordsSent)), ("received", .int(purgeRecordsReceived))])),
             ("photos", .object([("sent", .int(photosSent)), ("received", .int(photosReceived)), ("unavailable", .int(photosUnavailable)),
                                 ("wanted", .int(photosWanted)), ("waves", .int(waves))])),

@@ -232,7 +232,9 @@ public enum PeerSyncCommand {
             sent with modifiedAt pulled back to the family's clock (the owner's) \
             + 5 minutes, and kept so, clampedIn: the peer's versions pulled back \
             here, purged: versions not taken, or records dropped, because the \
-            family purged them (the owner's purge records)}, purgeRecords {sent, \
+            family purged them (the owner's purge records), resumed: true when \
+            this device's records went on from where a session with the peer \
+            that was cut off had stopped}, purgeRecords {sent, \
             received}, photos {sent, received, \
             unavailable, wanted, waves}, bytes {sent, received, perSecond}, \
             durationMs, clockSkew {ms, reported}, lastSynced, proof {sent, \
@@ -243,7 +245,7 @@ public enum PeerSyncCommand {
             ("Events", """
             With --events, each line is a JSON object with event and time: \
             listening (address, device, family, role), session, joined, hello \
-            (peer, peerName, role, clockSkewMs, full, recordsExpected: at most this many \
+            (peer, peerName, role, clockSkewMs, full, resumed, recordsExpected: at most this many \
             records are coming), clock-skew, family-key, proof, \
             phase (records, photos with photosWanted), wave (wave, requested), wave-timeout, \
             progress (phase, wave, bytes, rate, records and photos received \

@@ -26,6 +26,8 @@ final class InProcessHousehold {
     private(set) var members: [Device] = []
     /// True time, which only the test knows.
     var now: Timestamp
+    /// How both sides of every session behave (a small batch count cuts sessions between many batches).
+    var options = SyncOptions()
     private let verifier: ProofVerifier
 
     var all: [Device] { [owner] + members }
@@ -200,6 +202,7 @@ final class InProcessHousehold {
         let ownerFam = fam
         let ownerID = owner.id, memberID = m.id
         let serverKey = key
+        let sessionOptions = options
         let t = Thread {
             let r = Result<SyncSummary, any Error> {
                 guard try l.wait(for: Int16(POLLIN), deadline: Deadline(after: .seconds(20))) else { throw HarnessError("no connection") }
@@ -208,7 +211,7 @@ final class InProcessHousehold {
                 try conn.handshake(deadline: Deadline(after: .seconds(20)))
                 let session = SyncSession(store: ownerStore, family: ownerFam, me: ownerID,
                                           peer: SessionPeer(device: memberID, address: nil, side: .server, joined: false),
-                                          channel: FrameChannel(conn), options: SyncOptions(), clock: SyncClock(base: ownerClock),
+                                          channel: FrameChannel(conn), options: sessionOptions, clock: SyncClock(base: ownerClock),
                                           observer: nil, verifier: v)
                 return try session.run()
             }
@@ -231,7 +234,7 @@ final class InProcessHousehold {
             try conn.handshake(deadline: Deadline(after: .seconds(20)))
             return try SyncSession(store: s, family: mfam, me: m.id,
                                    peer: SessionPeer(device: owner.id, address: nil, side: .client, joined: false),
-                                   channel: FrameChannel(conn), options: SyncOptions(), clock: SyncClock(base: memberClock),
+                                   channel: FrameChannel(conn), options: sessionOptions, clock: SyncClock(base: memberClock),
                                    observer: nil, verifier: verifier).run()
         }
         // The member's side may end first (a roster that revokes it): its end closes the connection, and the owner's side ends too.
