@@ -305,13 +305,15 @@ final class SyncSession {
 
     /// Goes on from where a session that was cut off stopped (§7.4b): only
     /// when the peer's point and ours name the same chain and both start
-    /// where this session starts, and never past ours, nor past the snapshot.
-    /// Otherwise a new chain begins.
+    /// where this session starts, and the peer's is no further than ours,
+    /// which we kept before saying it. A peer's point past ours means our
+    /// store went back to a copy: its numbers past our point may name
+    /// other changes now, so a new chain begins, as it does otherwise.
     private func resume(from theirs: ResumePoint?) throws {
         if let theirs, let mine = try store.resumePoint(peer.device, .outgoing),
-           mine.chain == theirs.chain, mine.after == sentFrom, theirs.after == sentFrom {
+           mine.chain == theirs.chain, mine.after == sentFrom, theirs.after == sentFrom, theirs.upTo <= mine.upTo {
             outChain = mine.chain
-            let upTo = min(theirs.upTo, mine.upTo, snapshot)
+            let upTo = min(theirs.upTo, snapshot)
             if upTo > sendAfter {
                 sendAfter = upTo
                 summary.recordsResumed = true

@@ -30,6 +30,34 @@ import Testing
         }
     }
 
+    /// The state the schedules above reach only by chance, built directly: the
+    /// owner applied a chain's batches up to a point, the member's store then
+    /// went back to a copy from before them, made new changes whose numbers
+    /// fall below that point, marked them in a session the owner applied none
+    /// of, and now connects. The owner's point counts the old numbering; going
+    /// on from the lower of the two points would skip the new changes.
+    @Test func aSenderRestoredFromACopyResendsWhatItsReusedNumbersName() throws {
+        let h = try InProcessHousehold(members: 1, start: Timestamp(rfc3339: "2026-05-01T00:00:00.000Z")!)
+        let m = h.members[0]
+        try h.edit(m, (1...3).map { "{\"id\":\"m-\($0)\",\"type\":\"note\",\"data\":{}}" })
+        _ = try h.sync(m)
+        let after = try Store(path: m.path).sentCursor(to: h.owner.id)
+        h.now = h.now.adding(.seconds(1))
+        try h.edit(m, (4...8).map { "{\"id\":\"m-\($0)\",\"type\":\"note\",\"data\":{}}" })
+        let marked = try Store(path: m.path).currentChangeSeq
+        #expect(marked > after)
+        let chain = try ResumePoint.newChain()
+        let (ms, os) = (try Store(path: m.path), try Store(path: h.owner.path))
+        try ms.write { try ms.setResumePointInTransaction(ResumePoint(chain: chain, after: after, upTo: marked), peer: h.owner.id, .outgoing) }
+        try os.write { try os.setResumePointInTransaction(ResumePoint(chain: chain, after: after, upTo: marked + 10), peer: m.id, .incoming) }
+        let s = try h.sync(m)
+        #expect(!s.client.recordsResumed)
+        #expect(s.client.recordsSent == 5)
+        let held = try InProcessHousehold.rows(h.owner.path)
+        #expect((4...8).allSatisfy { held["m-\($0)"] != nil }, "the owner lacks records the member's new numbers name")
+        #expect(try os.resumePoint(m.id, .incoming) == nil && ms.resumePoint(h.owner.id, .outgoing) == nil, "a completed session ends the chain")
+    }
+
     typealias Rows = [String: (time: Int64, deleted: Bool, device: String, line: String)]
 
     static func run(seed: UInt64) throws {
