@@ -136,7 +136,7 @@ import FamilySync
         #expect(Self.waitForEvent("wave", in: events, while: connect.process))
         kill(connect.pid, sig)
         #expect(connect.wait(timeout: 30) == status, "seed \(seed): \(connect.err)")
-        #expect(connect.err.hasSuffix("peer-sync: interrupted (\(name)); the session with \(ownerID) at \(held.address) ended; the records it applied are kept and no cursor moved, so the next session with that device syncs again\n"), "\(connect.err)")
+        #expect(connect.err.hasSuffix("peer-sync: interrupted (\(name)); the session with \(ownerID) at \(held.address) ended; the records it applied are kept and no cursor moved, so the next session with that device goes on from there\n"), "\(connect.err)")
         #expect(connect.out.isEmpty)
         #expect(try Store(path: kid).db.scalarInt("SELECT count(*) FROM records WHERE id LIKE 'n-%'") == Int64(count))
         #expect(try Store(path: kid).device(ownerID)?.lastSyncedAt == synced, "no cursor moved")
@@ -147,6 +147,49 @@ import FamilySync
         let next = try Tools.run("peer-sync", ["connect", "--db", kid, server.address], timeout: 60)
         #expect(next.status == 0, "\(next.err)")
         #expect(next.json?.int("records", "sent") == 0, "\(next.out)")
+        #expect(try Household.digest(kid) == (try Household.digest(owner)))
+    }
+
+    /// Invariant: an interrupted session's progress survives it. The owner
+    /// sends one batch (1,000 records) of a seeded number, then holds; the
+    /// member's connect is stopped by a signal once its store holds that
+    /// batch. The next session goes on from there: the member receives
+    /// exactly the records it lacks, sends none back, and both say resumed.
+    @Test(arguments: seeds)
+    func anInterruptedSessionGoesOnFromWhereItStopped(seed: UInt64) throws {
+        var rng = SplitMix64(seed: seed)
+        let (sig, status, name) = Self.signal(&rng)
+        let dir = TempDir()
+        let owner = dir.file("owner.db"), kid = dir.file("kid.db")
+        let offer = try Household.owner(owner)
+        var plain: ServeProcess? = try ServeProcess(db: owner, dir: dir, name: "plain")
+        #expect(try Household.join(kid, server: plain!, offer: offer).status == 0)
+        plain?.stop()
+        plain = nil
+        let count = Int.random(in: 1_001...3_500, using: &rng), own = Int.random(in: 0...50, using: &rng)
+        try Household.addRecords(owner, prefix: "n", count: count)
+        try Household.addRecords(kid, prefix: "k", count: own)
+        let held = try ServeProcess(db: owner, dir: dir, name: "held", extra: ["--fault-inject-hold-records"])
+        let ownerID = try Household.device(owner)
+        let connect = try BackgroundRun("peer-sync", ["connect", "--db", kid, held.address], dir: dir, name: "connect")
+        func holds(_ db: String, _ prefix: String) -> Int64 {
+            (try? Store(path: db).db.scalarInt("SELECT count(*) FROM records WHERE id LIKE '\(prefix)-%'")) ?? 0
+        }
+        // The moment: the member holds the owner's first batch, and the owner all of the member's records.
+        let deadline = Date().addingTimeInterval(60)
+        while (holds(kid, "n") < 1_000 || holds(owner, "k") < Int64(own)) && Date() < deadline && connect.process.isRunning { usleep(20_000) }
+        #expect(holds(kid, "n") == 1_000, "seed \(seed): the held session delivered one batch")
+        kill(connect.pid, sig)
+        #expect(connect.wait(timeout: 30) == status, "seed \(seed): \(connect.err)")
+        #expect(connect.err.hasSuffix("peer-sync: interrupted (\(name)); the session with \(ownerID) at \(held.address) ended; the records it applied are kept and no cursor moved, so the next session with that device goes on from there\n"), "\(connect.err)")
+        held.stop()
+        let server = try ServeProcess(db: owner, dir: dir)
+        defer { server.stop() }
+        let next = try Tools.run("peer-sync", ["connect", "--db", kid, server.address], timeout: 60)
+        #expect(next.status == 0, "\(next.err)")
+        #expect(next.json?.int("records", "received") == Int64(count - 1_000), "seed \(seed): \(next.out)")
+        #expect(next.json?.int("records", "sent") == 0, "seed \(seed): \(next.out)")
+        #expect(next.out.contains("\"resumed\":true"), "seed \(seed): \(next.out)")
         #expect(try Household.digest(kid) == (try Household.digest(owner)))
     }
 

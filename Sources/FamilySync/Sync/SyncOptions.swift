@@ -11,6 +11,9 @@ public struct SyncFaults: OptionSet, Sendable {
     /// Say protocol version 1 in HELLO and JOIN, as a device with an older
     /// family-sync does: the peer must refuse, naming both versions.
     public static let speakPreviousVersion = SyncFaults(rawValue: 2)
+    /// Send the first RECORDS batch, then nothing of records but keepalives:
+    /// the peer holds one batch of a session that a signal then ends.
+    public static let holdRecordsAfterFirstBatch = SyncFaults(rawValue: 4)
 }
 
 /// How one session behaves.

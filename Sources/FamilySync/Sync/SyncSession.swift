@@ -402,7 +402,11 @@ final class SyncSession {
         }
         // Our records: the set fixed at the peer's HELLO.
         while purgesOut.isEmpty && !recordsOutDone && channel.backlog < SyncLimits.outputHighWater {
+            if options.faults.contains(.holdRecordsAfterFirstBatch) && summary.recordsSent > 0 { break }
             guard let b = try nextOutgoingBatch() else {
+                // The owner's copies of edits a member sends again go back to it in this
+                // session (§7.4), so the owner's RECORDS-END waits for the member's.
+                if family.role == .owner && !peerRecordsEnded { break }
                 channel.send(.recordsEnd, json: .object([("count", .int(summary.recordsSent)), ("after", .int(sentFrom))]))
                 recordsOutDone = true
                 break
@@ -607,11 +611,10 @@ final class SyncSession {
         if let m = pendingPeerMark { peerMark = m }
         pendingPeerMark = nil
         displaced += s.displaced
-        // The member holds a later-dated copy of these: ours go back to it, in this session.
-        if !s.ownCopiesKept.isEmpty {
-            displaced += s.ownCopiesKept
-            peerLacksOurCopies = true
-        }
+        // The member holds a later-dated copy of these: ours go back to it, in this session
+        // (their new change numbers go to records it will hold).
+        displaced += s.ownCopiesKept
+        seqsUsedForPeer += Int64(s.ownCopiesKept.count)
         summary.recordsPurged += Int64(s.purged)
         summary.recordsClampedIn += Int64(s.clamped)
         // A version pulled back here differs from the peer's: the peer does not hold our copy yet.

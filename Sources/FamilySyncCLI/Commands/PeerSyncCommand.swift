@@ -24,6 +24,8 @@ public enum PeerSyncCommand {
     /// Fault injection for tests only: hidden from help, man page and completions.
     static let faultSkipPhotoReplies = OptionSpec.flag("fault-inject-skip-photo-replies",
         help: "Fault injection for tests: drop photo requests without any reply.", hidden: true)
+    static let faultHoldRecords = OptionSpec.flag("fault-inject-hold-records",
+        help: "Fault injection for tests: send the first batch of records, then nothing but keepalives.", hidden: true)
     static let faultPreviousProtocol = OptionSpec.flag("fault-inject-previous-protocol",
         help: "Fault injection for tests: speak the previous protocol version in HELLO and JOIN.", hidden: true)
 
@@ -60,7 +62,7 @@ public enum PeerSyncCommand {
                   .flag("once", help: "Exit after the first session (not after a refusal or a busy reply), with that session's status."),
                   .flag("no-advertise", help: "Do not announce this device with DNS-SD on the local network (it is never announced when listening on loopback)."),
                   .flag("stdio", help: "Serve one session over standard input and output (for ssh, inetd and socket units) instead of listening; exits with that session's status (75 busy, 77 refused, 65 not a family-sync peer)."),
-                  waveTimeout, quietLimit, sessionLimit, events, root, CommonOptions.now, CommonOptions.quiet, faultSkipPhotoReplies, faultPreviousProtocol],
+                  waveTimeout, quietLimit, sessionLimit, events, root, CommonOptions.now, CommonOptions.quiet, faultSkipPhotoReplies, faultPreviousProtocol, faultHoldRecords],
         examples: [Example("Serve the owner's device on the default port:", "peer-sync serve --db owner.db"),
                    Example("Let a member sync from afar over ssh (run by the member):", "peer-sync connect --db kid.db --via 'ssh -T home peer-sync serve --stdio --quiet --db owner.db'")]
     )
@@ -310,6 +312,7 @@ public enum PeerSyncCommand {
         var faults: SyncFaults = []
         if a.declares(Option.faultInjectSkipPhotoReplies) && a.flag(Option.faultInjectSkipPhotoReplies) { faults.insert(.skipPhotoReplies) }
         if a.declares(Option.faultInjectPreviousProtocol) && a.flag(Option.faultInjectPreviousProtocol) { faults.insert(.speakPreviousVersion) }
+        if a.declares(Option.faultInjectHoldRecords) && a.flag(Option.faultInjectHoldRecords) { faults.insert(.holdRecordsAfterFirstBatch) }
         let wave = a.declares(Option.waveTimeout) ? try a.timeSpan(Option.waveTimeout, default: SyncLimits.defaultWaveTimeout) : SyncLimits.defaultWaveTimeout
         let quiet = a.declares(Option.quietLimit) ? try a.timeSpan(Option.quietLimit, default: SyncLimits.defaultQuietLimit) : SyncLimits.defaultQuietLimit
         let length = a.declares(Option.sessionLimit) ? try a.timeSpan(Option.sessionLimit, default: SyncLimits.defaultSessionLimit) : SyncLimits.defaultSessionLimit
@@ -395,7 +398,7 @@ public enum PeerSyncCommand {
 
     /// What a session a signal ended leaves: the batches it applied, no cursor moved.
     static func keptOfSession(_ e: SyncError) -> String {
-        "the session with \(e.peer) ended; the records it applied are kept and no cursor moved, so the next session with that device syncs again"
+        "the session with \(e.peer) ended; the records it applied are kept and no cursor moved, so the next session with that device goes on from there"
     }
 
     // MARK: serve
@@ -789,6 +792,7 @@ extension PeerSyncCommand {
         case name
         case events
         case json
+        case faultInjectHoldRecords = "fault-inject-hold-records"
         case faultInjectPreviousProtocol = "fault-inject-previous-protocol"
         case faultInjectSkipPhotoReplies = "fault-inject-skip-photo-replies"
         case listen
