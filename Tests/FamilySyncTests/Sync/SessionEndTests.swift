@@ -64,6 +64,8 @@ import Testing
         let ch = FrameChannel(conn)
         ch.send(.hello, json: HelloMessage(device: m.id, family: fam.id, role: .member, clock: Self.start, epoch: try s.familyEpoch, after: 0).json)
         ch.send(.family, json: FamilyMessage(owner: h.owner.id, epoch: try s.familyEpoch, maxDevices: 4, devices: [], proof: nil, familyKey: nil).json)
+        // The owner ends its records only after ours (its kept copies go back in the same session).
+        ch.send(.recordsEnd, json: .object([("count", .int(0)), ("after", .int(0))]))
         try ch.drain(deadline: Deadline(after: .seconds(10)))
         var seen: [FrameType] = []
         func next() throws -> Frame? {
