@@ -12,11 +12,18 @@
 #    run short; the wave and chunk bounds make photo size irrelevant to
 #    memory), against the same with 1,000 photos: the ratio shows memory does
 #    not grow with the library. Target: under 100 MB.
+# 4. A first sync of 200,000 records cut off (SIGINT) once the member holds
+#    about 40% of them, then `peer-sync connect`: the session that goes on
+#    from where it stopped, carrying the R records still missing, against an
+#    ordinary session carrying R edited records to the same member. Target:
+#    at most 1.10 (a resumed session costs what it carries, not what the
+#    cut-off one had already done).
 #
 # Environment: BENCH_PYTHON (venv python, writes the photo files and records), PEER_SYNC_BENCH_PHOTOS (default
 # 1000), PEER_SYNC_BENCH_RECORDS (default 100000), PEER_SYNC_BENCH_TRIALS
 # (default 3, at most 3: each trial joins a new member to a family of at
-# most four devices; the two alternate, and the best of each is kept).
+# most four devices; the two alternate, and the best of each is kept),
+# PEER_SYNC_BENCH_RESUME_RECORDS (default 200000).
 set -euo pipefail
 bin=${1:?usage: bench/50-peer-sync.sh RELEASE_BIN_DIR}
 here=$(cd "$(dirname "$0")" && pwd)
@@ -166,4 +173,53 @@ grep -q '"received":10000,' "$work/large.join.json" || { echo "the 10,000-photo 
 awk -v ss="$(cat "$work/small.rss")" -v sj="$(cat "$work/small.join.rss")" -v ls="$(cat "$work/large.rss")" -v lj="$(cat "$work/large.join.rss")" 'BEGIN {
     printf "peak RSS, 10,000 photos of 16 KiB: serving side %.1f MB, joining side %.1f MB (target < 100 MB)\n", ls / 1024, lj / 1024
     printf "  ratio against 1,000 photos: serving side %.2f x, joining side %.2f x (1.00 = independent of library size)\n", ls / ss, lj / sj
+}'
+
+# --- 4. A cut-off first sync goes on where it stopped --------------------------
+resume_records=${PEER_SYNC_BENCH_RESUME_RECORDS:-200000}
+household resume "$resume_records" 1 16384
+rm -rf "$work/resume-lib"
+# The member's record count, read beside the running join (WAL readers do not block it).
+held() { "$py" -c 'import sqlite3, sys; print(sqlite3.connect("file:" + sys.argv[1] + "?mode=ro", uri=True).execute("SELECT count(*) FROM records").fetchone()[0])' "$1" 2> /dev/null || echo 0; }
+ratios=""
+for t in $(seq "$trials"); do
+    m="$work/resume-member-$t.db"
+    [ "$t" -gt 1 ] && "$bin/pair-qr" --db "$work/resume-owner.db" --ttl 1h --format text -o "$work/resume-offer.txt" > "$work/resume-offer.json"
+    serve "$work/resume-owner.db" cut
+    "$bin/peer-sync" join --db "$m" --connect "127.0.0.1:$port" < "$work/resume-offer.json" > "$work/cut.json" 2> "$work/cut.err" &
+    join_pid=$!
+    pids+=("$join_pid")
+    for _ in $(seq 3000); do
+        [ "$(held "$m")" -ge $(( resume_records * 2 / 5 )) ] && break
+        sleep 0.02
+    done
+    kill -INT "$join_pid"
+    rc=0; wait "$join_pid" || rc=$?
+    [ "$rc" -eq 130 ] || { echo "the cut-off join exited $rc, not 130: $(cat "$work/cut.err")"; exit 1; }
+    wait "$serve_pid" || true
+    kept=$(held "$m")
+    sync
+    serve "$work/resume-owner.db" resumed
+    t0=$(now)
+    "$bin/peer-sync" connect --db "$m" "127.0.0.1:$port" > "$work/resumed.json"
+    wait "$serve_pid"
+    t_resumed=$(elapsed "$t0" "$(now)")
+    grep -q '"resumed":true' "$work/resumed.json" || { echo "the session after the cut did not go on from it: $(cat "$work/resumed.json")"; exit 1; }
+    carried=$(sed -n 's/.*"records":{"sent":[0-9]*,"received":\([0-9]*\),.*/\1/p' "$work/resumed.json")
+    [ "$carried" -eq $(( resume_records - kept )) ] || { echo "the resumed session carried $carried records, not the $(( resume_records - kept )) missing"; exit 1; }
+    fixture edits "$carried" "trial $t" | "$bin/merge-records" --db "$work/resume-owner.db" --stamp > /dev/null
+    sync
+    serve "$work/resume-owner.db" anchor
+    t0=$(now)
+    "$bin/peer-sync" connect --db "$m" "127.0.0.1:$port" > "$work/anchor.json"
+    wait "$serve_pid"
+    t_anchor=$(elapsed "$t0" "$(now)")
+    grep -q "\"received\":$carried," "$work/anchor.json" || { echo "the anchor session did not carry $carried records: $(cat "$work/anchor.json")"; exit 1; }
+    echo "  trial $t: cut at $kept of $resume_records records; resumed session carried $carried in $t_resumed s, an ordinary session carrying $carried in $t_anchor s"
+    ratios="$ratios $(awk -v a="$t_resumed" -v b="$t_anchor" 'BEGIN { printf "%.2f", a / b }')"
+done
+echo "$ratios" | tr ' ' '\n' | sed '/^$/d' | sort -n | awk -v n="$resume_records" '{ r[NR] = $1 } END {
+    printf "resumed first sync of %d records: ratio resumed session / ordinary session carrying the same records = %.2f (median; target <= 1.10); each:", n, r[int((NR + 1) / 2)]
+    for (i = 1; i <= NR; i++) printf " %.2f", r[i]
+    printf "\n"
 }'

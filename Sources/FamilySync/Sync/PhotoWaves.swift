@@ -157,6 +157,8 @@ final class PhotoWaves {
         guard total <= UInt64(Store.maxPhotoBytes) else {
             throw ProtocolError("PHOTO-DATA declares \(total) bytes, over the photo limit of \(Store.maxPhotoBytes)")
         }
+        // A frame with no bytes moves nothing forward, so it must not keep a wave (or the session) alive.
+        guard !body.isEmpty || total == 0 else { throw ProtocolError("PHOTO-DATA frame with no bytes after its header") }
         let a: PhotoAssembly
         if let current = assembly {
             guard current.hash == hash else { throw ProtocolError("PHOTO-DATA for another photo before the last one was complete") }

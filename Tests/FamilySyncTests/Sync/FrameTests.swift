@@ -78,7 +78,7 @@ import Testing
         #expect(frames.count == 1 && frames[0].payload.count == Frame.maxPayloadBytes)
     }
 
-    @Test(arguments: [UInt8(0x00), 0x07, 0x13, 0x7E, 0xFF])
+    @Test(arguments: [UInt8(0x00), 0x07, 0x14, 0x7E, 0xFF])
     func unknownTypeIsAProtocolError(type: UInt8) {
         var d = FrameDecoder()
         [0, 0, 0, 0, type].withUnsafeBytes { d.append($0) }

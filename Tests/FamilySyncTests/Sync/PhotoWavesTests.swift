@@ -100,12 +100,12 @@ import Testing
         w.recordsArrived()
         let wave = try #require(try w.nextWave(recordsComplete: true))
         #expect(Set(wave) == Set(hashes))
-        // The last-requested photo first, in chunks of 1, 7 and the rest, one
-        // empty chunk between; then an unavailable; then the first photo whole.
+        // The last-requested photo first, in chunks of 1, 7 and the rest;
+        // then an unavailable; then the first photo whole.
         let last = try #require(wave.last), first = try #require(wave.first)
         let bytes = photos[hashes.firstIndex(of: last)!]
         var off = 0
-        for n in [1, 0, 7, bytes.count - 8] {
+        for n in [1, 7, bytes.count - 8] {
             var f = Self.data(bytes, offset: off, total: bytes.count)
             f.payload += bytes[off..<(off + n)]
             #expect(try w.handleData(f, now: Timestamp.current()) == nil)
@@ -201,5 +201,32 @@ import Testing
         let kept = try s.photo(h) == bytes
         #expect(kept)
         #expect(w.received == 1)
+    }
+
+    /// A frame that carries none of a photo's bytes is refused, first or mid-photo:
+    /// it would reset the wave's silence timer while moving nothing forward.
+    @Test func framesWithNoBytesOfAPhotoAreRefused() throws {
+        let (s, dir) = try RT.store()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let bytes = (0..<5_000).map { UInt8(truncatingIfNeeded: $0 &* 7) }
+        let h = Hex.encode(SHA256.hash(bytes))
+        _ = try s.applyRemote([try SyncStateTests.record("a", photos: [h])], now: Timestamp.current())
+        let w = PhotoWaves(store: s, waveTimeout: .seconds(30))
+        #expect(try w.nextWave(recordsComplete: true) == [h])
+        #expect(throws: ProtocolError.self) { try w.handleData(Self.data(bytes, offset: 0, total: bytes.count), now: Timestamp.current()) }
+        var first = Self.data(bytes, offset: 0, total: bytes.count)
+        first.payload += bytes[0..<1_000]
+        #expect(try w.handleData(first, now: Timestamp.current()) == nil)
+        #expect(throws: ProtocolError.self) { try w.handleData(Self.data(bytes, offset: 1_000, total: bytes.count), now: Timestamp.current()) }
+        #expect(try !s.hasPhoto(h))
+        // An empty photo is the one frame with no bytes.
+        let empty = Hex.encode(SHA256.hash([UInt8]()))
+        let (t, dir2) = try RT.store()
+        defer { try? FileManager.default.removeItem(atPath: dir2) }
+        _ = try t.applyRemote([try SyncStateTests.record("b", photos: [empty])], now: Timestamp.current())
+        let v = PhotoWaves(store: t, waveTimeout: .seconds(30))
+        #expect(try v.nextWave(recordsComplete: true) == [empty])
+        #expect(try v.handleData(Self.data([], offset: 0, total: 0), now: Timestamp.current()) == nil)
+        #expect(v.received == 1)
     }
 }
