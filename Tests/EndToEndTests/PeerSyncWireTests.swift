@@ -26,8 +26,8 @@ import FamilySync
         try peer.send(hello)
         #expect(try peer.readFrame(timeout: 30)?.type == 0x02)  // its FAMILY
         #expect(try peer.readFrame(timeout: 30)?.type == 0x31)  // PING while it waits for our FAMILY
-        try peer.send(family)
-        // The session goes on as usual: its records come, then RECORDS-END.
+        try peer.send(family + RawPeer.frame(0x11, Array("{\"count\":0,\"after\":0}".utf8)))
+        // The session goes on as usual: its records come, then (after ours) RECORDS-END.
         #expect(try peer.readUntil(0x11, timeout: 30) != nil)
     }
 
@@ -57,7 +57,8 @@ import FamilySync
 
         var peer = try RawPeer.member(member, ofOwner: owner, port: server.port)
         try peer.send(hello + family + partial)
-        _ = try peer.readUntil(0x11, timeout: 30)  // its records are out, so ours were read
+        // Its FAMILY: the owner (with nothing to send) writes nothing more until our RECORDS-END.
+        _ = try peer.readUntil(0x02, timeout: 30)
         peer.close()
         var ended = try #require(server.waitForEvent("ended", count: 1))
         #expect(ended["outcome"]?.stringValue == "protocol-error")
@@ -65,7 +66,7 @@ import FamilySync
 
         peer = try RawPeer.member(member, ofOwner: owner, port: server.port)
         try peer.send(hello + family + partial)
-        _ = try peer.readUntil(0x11, timeout: 30)
+        _ = try peer.readUntil(0x02, timeout: 30)
         peer.drop()
         ended = try #require(server.waitForEvent("ended", count: 2))
         #expect(ended["outcome"]?.stringValue == "vanished")
@@ -137,8 +138,8 @@ import FamilySync
         defer { peer.drop() }
         let ping = RawPeer.frame(0x31, Array("not empty".utf8))
         try peer.send(ping + hello + ping + family + ping + RawPeer.frame(0x10, Array((Self.recordLine + "\n").utf8)))
-        _ = try #require(try peer.readUntil(0x11, timeout: 30))
         try peer.send(ping + RawPeer.frame(0x11, Array("{\"count\":1,\"after\":0}".utf8)))
+        _ = try #require(try peer.readUntil(0x11, timeout: 30))
         // No ERROR comes: the owner sends its DONE, and has applied our record.
         _ = try #require(try peer.readUntil(0x30, timeout: 30))
         #expect(try Household.recordCount(owner) == 1)
@@ -240,9 +241,11 @@ import FamilySync
     }
 
     /// §7.2: the records a side sends are the set fixed at the peer's HELLO,
-    /// even where the peer's own records replace some of them before they go
-    /// out, so `records.sent` for the same two stores is the same every time.
-    @Test func recordsSentIsTheSetFixedAtHello() throws {
+    /// less those the peer's own records replaced with the peer's bytes before
+    /// they went out (they would only go back where they came from): the
+    /// member, whose versions all win, sends the whole set every time; the
+    /// owner at most the set, and both end holding the same.
+    @Test func recordsSentIsTheSetFixedAtHelloLessThePeersOwn() throws {
         let dir = TempDir()
         let (owner, member, first) = try PeerSyncFaultTests.pair(dir)
         first.stop()
@@ -272,8 +275,10 @@ import FamilySync
             let client = try #require(r.json)
             let served = try #require(server.summary(after: 0))
             #expect(client.int("records", "sent") == Int64(count), "run \(run)")
-            #expect(served.int("records", "sent") == Int64(count), "run \(run)")
-            #expect(client.int("records", "received") == Int64(count))
+            let servedSent = try #require(served.int("records", "sent"))
+            #expect(servedSent <= Int64(count), "run \(run)")
+            #expect(client.int("records", "received") == servedSent)
+            #expect(client.int("records", "applied") == 0, "run \(run): an owner version beat the member's later one")
             #expect(client.at("digest", "equal")?.boolValue == true)
         }
     }
