@@ -6,6 +6,8 @@ photos (random bytes, so nothing compresses) and the records naming them.
         and DIR/records.ndjson (RECORDS receipts; the first PHOTOS name one photo each)
     python peer_sync_fixture.py edits COUNT
         prints COUNT edits of the first COUNT receipts as NDJSON
+    python peer_sync_fixture.py new COUNT TAG
+        prints COUNT new receipts (ids n-TAG-NNNNNNN) as NDJSON
 """
 import hashlib, json, os, sys, time
 
@@ -37,10 +39,19 @@ def edits(count, tag):
         sys.stdout.write(json.dumps(rec, separators=(",", ":")) + "\n")
 
 
+def new(count, tag):
+    for i in range(count):
+        rec = {"id": "n-%s-%07d" % (tag, i), "type": "receipt",
+               "data": {"amount": i % 10000, "currency": "EUR", "note": "groceries, corner shop, visit %d" % i}}
+        sys.stdout.write(json.dumps(rec, separators=(",", ":")) + "\n")
+
+
 if __name__ == "__main__":
     if sys.argv[1] == "library":
         library(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5]))
     elif sys.argv[1] == "edits":
         edits(int(sys.argv[2]), sys.argv[3] if len(sys.argv) > 3 else str(time.time()))
+    elif sys.argv[1] == "new":
+        new(int(sys.argv[2]), sys.argv[3])
     else:
         sys.exit("unknown command " + sys.argv[1])

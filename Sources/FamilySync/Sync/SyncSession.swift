@@ -80,6 +80,8 @@ final class SyncSession {
     /// The peer's last mark this session, and the one for the batch that comes next.
     private var peerMark: ResumePoint?
     private var pendingPeerMark: ResumePoint?
+    /// The point for the peer's records that our HELLO named: a first mark in its chain says the peer went on from it.
+    private var namedResume: ResumePoint?
     private var recordsOutDone = false
     /// The clamp (docs/protocol.md §7.4), fixed at HELLO. A version leaves the
     /// device that made it no later than the family's clock + the clamp
@@ -213,6 +215,7 @@ final class SyncSession {
         var hello = HelloMessage(version: options.faults.contains(.speakPreviousVersion) ? Int64(SyncProtocol.version - 1) : Int64(SyncProtocol.version), device: me, family: family.id, role: family.role, clock: myClock,
                                  epoch: try store.familyEpoch, after: myRecv, sent: mySent, changes: try store.currentChangeSeq)
         hello.resume = try store.resumePoint(peer.device, .incoming)
+        namedResume = hello.resume
         channel.send(.hello, json: hello.json)
         let f = try nextFrame(expecting: "HELLO")
         if f.type == .refused, peer.side == .client { throw SessionRefused(refusal: try RefusalMessage(f)) }
@@ -535,6 +538,10 @@ final class SyncSession {
                 throw ProtocolError("RECORDS-MARK names another chain, start or an earlier point than the session's last mark")
             }
             pendingPeerMark = m
+            // The peer kept the chain we named, so its records go on from our point (§7.4b).
+            if peerMark == nil, let named = namedResume, named.chain == m.chain, named.after == m.after, named.upTo > named.after {
+                summary.recordsResumed = true
+            }
         case .purged:
             // Only the owner decides what the family forgets (§4.5): its signature decides, whoever relays it.
             guard !peerRecordsEnded else { throw ProtocolError("PURGED after RECORDS-END") }

@@ -16,7 +16,7 @@ public struct SyncSummary: Sendable {
     public var recordsClamped: Int64 = 0
     /// The peer's versions this side pulled back to the family's clock.
     public var recordsClampedIn: Int64 = 0
-    /// Our records went on from where a session with this peer that was cut off stopped (§7.4b).
+    /// Our records, or the peer's, went on from where a session with this peer that was cut off stopped (§7.4b).
     public var recordsResumed = false
     /// Records not taken, or dropped here, because the family purged them (purge records).
     public var recordsPurged: Int64 = 0

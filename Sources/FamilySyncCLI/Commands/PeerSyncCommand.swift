@@ -235,8 +235,8 @@ public enum PeerSyncCommand {
             + 5 minutes, and kept so, clampedIn: the peer's versions pulled back \
             here, purged: versions not taken, or records dropped, because the \
             family purged them (the owner's purge records), resumed: true when \
-            this device's records went on from where a session with the peer \
-            that was cut off had stopped}, purgeRecords {sent, \
+            the records of either side went on from where a session with the \
+            peer that was cut off had stopped}, purgeRecords {sent, \
             received}, photos {sent, received, \
             unavailable, wanted, waves}, bytes {sent, received, perSecond}, \
             durationMs, clockSkew {ms, reported}, lastSynced, proof {sent, \
