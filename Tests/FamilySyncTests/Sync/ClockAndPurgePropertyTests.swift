@@ -49,6 +49,10 @@ import Testing
         let start = Timestamp(rfc3339: "2026-01-01T00:00:00.000Z")!
         let h = try InProcessHousehold(members: Int.random(in: 1...3, using: &rng), start: start, ownerOffset: randomOffset(&rng))
         for m in h.members { m.offset = randomOffset(&rng) }
+        // Batches as small as one record in some schedules, so cut-off sessions stop between
+        // many marks (§7.4b); drawn apart, so every schedule's other steps stay what they were.
+        var batchRng = SplitMix64(seed: seed ^ 0x5DEE_CE66_D1CE_4E5B)
+        h.options.recordBatchCount = [1, 2, 3, 1_000][Int.random(in: 0..<4, using: &batchRng)]
         let ids = (0..<6).map { "p-\($0)" }
         var log: [String] = []
         func fail(_ what: String) -> String { "seed \(seed): \(what); last steps: \(log.suffix(14).joined(separator: " | "))" }
