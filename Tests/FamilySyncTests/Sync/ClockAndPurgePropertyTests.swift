@@ -244,7 +244,10 @@ import Testing
         }
 
         // Bundles alone converge too: three rounds in which each current member and the owner
-        // exchange bundles, every part delivered (in any order), with no session at all.
+        // exchange bundles, every part delivered (in any order), with no session at all. Not
+        // in the two cases docs/protocol.md §12b names, which a session repairs: of the first
+        // 2,000 seeds, 1412, 1548, 1555, 1855 and 1966 reach them (1855 also the restored
+        // store's edit that docs/design.md §3.1 says the bound costs).
         for _ in 0..<3 {
             for m in current() {
                 for (from, to) in [(h.owner, m), (m, h.owner)] where !revoked.contains(m.id) {
@@ -264,8 +267,22 @@ import Testing
                 }
             }
         }
+        /// What each current store holds that the owner's does not, id by id.
+        func differences(_ stores: [InProcessHousehold.Device]) throws -> String {
+            let base = try InProcessHousehold.rows(h.owner.path)
+            var diff: [String] = []
+            for d in stores where d.path != h.owner.path {
+                let r = try InProcessHousehold.rows(d.path)
+                for id in Set(base.keys).union(r.keys).sorted() where base[id].map({ "\($0)" }) != r[id].map({ "\($0)" }) {
+                    diff.append("\(id): owner \(base[id].map { "\($0)" } ?? "none") vs \(d.path.suffix(6)) \(r[id].map { "\($0)" } ?? "none")")
+                }
+            }
+            return diff.joined(separator: "; ")
+        }
         let byBundles = try ([h.owner] + current()).map { try InProcessHousehold.digest($0.path) }
-        #expect(Set(byBundles).count == 1, "\(fail("stores differ after three rounds of bundles alone"))")
+        if Set(byBundles).count != 1 {
+            Issue.record("\(fail("stores differ after three rounds of bundles alone: \(try differences([h.owner] + current()))"))")
+        }
 
         // The final rounds: everyone current syncs with the owner, twice.
         for _ in 0..<2 {
@@ -278,15 +295,7 @@ import Testing
         let stores = [h.owner] + current()
         let digests = try stores.map { try InProcessHousehold.digest($0.path) }
         if Set(digests).count != 1 {
-            let base = try InProcessHousehold.rows(h.owner.path)
-            var diff: [String] = []
-            for d in stores.dropFirst() {
-                let r = try InProcessHousehold.rows(d.path)
-                for id in Set(base.keys).union(r.keys).sorted() where base[id].map({ "\($0)" }) != r[id].map({ "\($0)" }) {
-                    diff.append("\(id): owner \(base[id].map { "\($0)" } ?? "none") vs \(d.path.suffix(6)) \(r[id].map { "\($0)" } ?? "none")")
-                }
-            }
-            Issue.record("\(fail("stores differ after every device synced: \(diff.joined(separator: "; "))"))")
+            Issue.record("\(fail("stores differ after every device synced: \(try differences(stores))"))")
         }
         let currentPaths = Set(stores.map(\.path))
         for (id, r) in try InProcessHousehold.rows(h.owner.path) {
