@@ -64,6 +64,37 @@ extension Store {
         try setBundlePeerInTransaction(peer, state)
     }
 
+    /// Keeps the lines `rids` hold now as copies owed to `peer`: versions of its
+    /// that this store pulled back, or kept in place of its later-dated same edit.
+    func queueReturnsInTransaction(peer: String, rids: [Int64]) throws {
+        guard !rids.isEmpty else { return }
+        let q = try db.prepare("INSERT OR REPLACE INTO bundle_returns (peer, rid, line, seq) SELECT ?, rid, line, seq FROM records WHERE rid = ?")
+        for rid in Set(rids).sorted() {
+            try q.bind([.text(peer), .int(rid)])
+            _ = try q.step()
+            q.reset()
+        }
+    }
+
+    /// The copies owed to `peer` that a later version replaced here before they
+    /// went back (the others go with their rows), as NDJSON lines in row order.
+    func supersededReturns(peer: String) throws -> [[UInt8]] {
+        let s = try db.prepare("""
+            SELECT b.line FROM bundle_returns b JOIN records r ON r.rid = b.rid
+            WHERE b.peer = ? AND r.line IS NOT b.line ORDER BY b.rid
+            """)
+        try s.bind([.text(peer)])
+        defer { s.reset() }
+        var lines: [[UInt8]] = []
+        while try s.step() { lines.append(Array(s.text(0).utf8)) }
+        return lines
+    }
+
+    /// Forgets the copies owed to `peer` that its acknowledgement of our changes up to `ack` shows it holds.
+    func dropReturnsInTransaction(peer: String, upTo ack: Int64) throws {
+        try db.run("DELETE FROM bundle_returns WHERE peer = ? AND seq <= ?", [.text(peer), .int(ack)])
+    }
+
     /// Forgets the parts of `peer`'s applied past the cursor (its store went back in time: its numbers mean other changes now).
     func forgetBundleRangesInTransaction(of peer: String) throws {
         try db.run("DELETE FROM bundle_ranges WHERE peer = ?", [.text(peer)])

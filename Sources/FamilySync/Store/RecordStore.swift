@@ -26,6 +26,8 @@ public struct ApplySummary: Sendable, Equatable {
     /// Rows whose copy the owner kept against its member's later-dated same edit:
     /// they go back to the member (docs/protocol.md §7.4).
     public var ownCopiesKept: [Int64] = []
+    /// Rows that took an incoming version pulled back to the receiver's bound.
+    public var pulledBack: [Int64] = []
     /// Tombstones that replaced a live version.
     public var deleted = 0
     public init() {}
@@ -271,6 +273,20 @@ final class RecordApplier {
     private var deletePhotos: Statement { get throws { try statement(&deletePhotosStatement, "DELETE FROM record_photos WHERE record = ?") } }
     private var insertPhoto: Statement { get throws { try statement(&insertPhotoStatement, "INSERT OR IGNORE INTO record_photos (sha256, record) VALUES (?, ?)") } }
     private var selectHeld: Statement { get throws { try statement(&selectHeldStatement, "SELECT type, line FROM records WHERE id = ?") } }
+    private var selectReturnStatement: Statement?, owesPeer: Bool?
+    private var selectReturn: Statement { get throws { try statement(&selectReturnStatement, "SELECT line FROM bundle_returns WHERE peer = ? AND rid = ?") } }
+    /// The copy of a version of `keepOwnCopiesOf`'s that this store pulled back and still owes it for row `rid` (BundleLedger.swift).
+    private func owedCopy(_ rid: Int64) throws -> [UInt8]? {
+        guard let keep = keepOwnCopiesOf else { return nil }
+        let peer = String(decoding: keep, as: UTF8.self)
+        // Most members are owed nothing: one look, not one per record.
+        if owesPeer == nil { owesPeer = try db.scalarInt("SELECT 1 FROM bundle_returns WHERE peer = ? LIMIT 1", [.text(peer)]) != nil }
+        guard owesPeer == true else { return nil }
+        let s = try selectReturn
+        try s.bind([.text(peer), .int(rid)])
+        defer { s.reset() }
+        return try s.step() ? Array(s.text(0).utf8) : nil
+    }
     let now: Timestamp
     /// Local edits are stamped by the family's clock (FamilyClock.swift).
     let stampTime: Int64
@@ -474,6 +490,7 @@ final class RecordApplier {
             if inserted {
                 rid = sqlite3_last_insert_rowid(db.handle)
                 seq += 1
+                if clamped { summary.pulledBack.append(rid) }
             } else {
                 // 2. Held already (`select` is on its row): let the rule decide.
                 found = true
@@ -533,6 +550,11 @@ final class RecordApplier {
                         // The copy held stands and goes back to the sender.
                         d = LWW.Decision(takeRemote: false, rule: .ownerCopy)
                         summary.ownCopiesKept.append(rid)
+                    } else if d.takeRemote, let keep = keepOwnCopiesOf, incomingDevice.elementsEqual(keep), let copy = try owedCopy(rid),
+                              RecordContent.same(held: copy, incoming: UnsafeRawBufferPointer(start: base + r.start, count: r.end - r.start)) {
+                        // The member's version again, of which this store made the copy it still owes the member and
+                        // has since replaced by a later edit: the edit was made after the copy, so it stands.
+                        d = LWW.Decision(takeRemote: false, rule: .ownerCopy)
                     }
                     return d
                 }
@@ -547,6 +569,7 @@ final class RecordApplier {
                     _ = try writeRow(base, r, stmt: update, rid: rid, idp: idp, idn: idn, time: time,
                                      typeDecoded: typeDecoded, deviceDecoded: deviceDecoded, photoCount: photoCount, prevAt: prevAt)
                     seq += 1
+                    if clamped { summary.pulledBack.append(rid) }
                     if let w = watching, w.contains(heldSeq) { summary.displaced.append(rid) }
                     if heldPhotos > 0 {
                         let dp = try deletePhotos

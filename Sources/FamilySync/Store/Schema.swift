@@ -192,7 +192,8 @@ enum Schema {
         // Version 8: resuming a session that was cut off (docs/protocol.md
         // §7.4b, ResumePoints.swift). Per peer and direction: a chain of
         // sessions that started sending from `after` and had delivered the
-        // sender's changes up to `up_to` when the last of them ended.
+        // sender's changes up to `up_to` when the last of them ended. And the
+        // copies an owner pulled back from a member's bundle (BundleLedger.swift).
         """
         CREATE TABLE IF NOT EXISTS resume_points (
             peer TEXT NOT NULL,
@@ -201,6 +202,18 @@ enum Schema {
             after INTEGER NOT NULL,
             up_to INTEGER NOT NULL,
             PRIMARY KEY (peer, direction)
+        ) WITHOUT ROWID;
+
+        -- The owner's pulled-back copies of a member's versions that came in a
+        -- bundle, kept until the member acknowledges the change `seq` (the row's
+        -- when the copy was made): a copy superseded here before it went back
+        -- still goes, ahead of what superseded it (docs/protocol.md §12b).
+        CREATE TABLE IF NOT EXISTS bundle_returns (
+            peer TEXT NOT NULL,
+            rid INTEGER NOT NULL,
+            line TEXT NOT NULL,
+            seq INTEGER NOT NULL,
+            PRIMARY KEY (peer, rid)
         ) WITHOUT ROWID;
         """,
     ]

@@ -76,7 +76,7 @@ enum BundleApplier {
                 let ownChanges = try store.currentChangeSeq
                 var received = FamilyStatement.Received()
                 var assembly: PhotoAssembly?
-                var kept: [Int64] = []
+                var kept: [Int64] = [], pulled: [Int64] = []
                 var decoder = FrameDecoder()
                 while let chunk = try opener.nextChunk() {
                     chunk.withUnsafeBytes { decoder.append($0) }
@@ -103,6 +103,7 @@ enum BundleApplier {
                             summary.recordsPurged += Int64(s.purged)
                             summary.recordsClampedIn += Int64(s.clamped)
                             kept += s.ownCopiesKept
+                            pulled += s.pulledBack
                         case .photoData:
                             let p = f.payload
                             let hash = Hex.encode(p[0..<32])
@@ -132,6 +133,9 @@ enum BundleApplier {
                 }
                 // Copies kept here in place of the writer's go back to it in the next bundle.
                 _ = try store.resendRowsInTransaction(kept)
+                // The owner's copies of its member's versions are owed to it until it acknowledges them, even
+                // when an edit here replaces one first: the member takes the copy, and then what replaced it.
+                if family.role == .owner { try store.queueReturnsInTransaction(peer: h.from, rids: pulled + kept) }
                 // The writer's word on how far of ours it holds.
                 if head.ack > ownChanges {
                     // It holds more of our changes than this store ever made: this store went back in time.
@@ -144,6 +148,7 @@ enum BundleApplier {
                     state.resendUntil = Int64.max
                 } else {
                     state.sent = head.ack
+                    try store.dropReturnsInTransaction(peer: h.from, upTo: head.ack)
                     if state.resendUntil != Int64.max, state.resendUntil != 0, head.ack >= state.resendUntil { state.resendUntil = 0 }
                 }
                 if head.changes < state.recv {

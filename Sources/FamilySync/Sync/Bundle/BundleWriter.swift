@@ -102,6 +102,8 @@ enum BundleWriter {
 
         var partAfter = start
         var partRecords: Int64 = 0, partPhotos: Int64 = 0, partPurges: Int64 = 0
+        // Copies owed the reader in this part (addReturns), counted apart so a part holding only them still takes a batch.
+        var partReturned: Int64 = 0
         var sentPhotos = Set<String>()
         var finished: [BundleSealer] = []
 
@@ -115,11 +117,11 @@ enum BundleWriter {
                                                    ack: state.recv, applied: state.applied, changes: snapshot, wants: wants).json.serialized.utf8))
             try s.append(.family, familyJSON)
             partAfter = after
-            (partRecords, partPhotos, partPurges) = (0, 0, 0)
+            (partRecords, partPhotos, partPurges, partReturned) = (0, 0, 0, 0)
             return s
         }
         func close(_ s: BundleSealer, upTo: Int64) throws {
-            try s.append(.done, Array(JSONValue.object([("after", .int(partAfter)), ("upTo", .int(upTo)), ("records", .int(partRecords)),
+            try s.append(.done, Array(JSONValue.object([("after", .int(partAfter)), ("upTo", .int(upTo)), ("records", .int(partRecords + partReturned)),
                                                         ("photos", .int(partPhotos)), ("purgeBatches", .int(partPurges))]).serialized.utf8))
             try s.finish()
             summary.bytes += s.plaintextBytes
@@ -139,6 +141,28 @@ enum BundleWriter {
             summary.photos += 1
         }
 
+        // Copies owed to a member that an edit here replaced before they went back: each part carries
+        // them ahead of its records, so whichever part the member applies first, it takes the copy
+        // before what replaced it (§12b).
+        let returns = family.role == .owner ? try store.supersededReturns(peer: peer) : []
+        func addReturns(to s: BundleSealer) throws {
+            var payload: [UInt8] = [], count = 0
+            func flush() throws {
+                guard count > 0 else { return }
+                try s.append(.records, payload)
+                partReturned += Int64(count)
+                summary.records += Int64(count)
+                (payload, count) = ([], 0)
+            }
+            for line in returns {
+                if count == SyncLimits.recordBatchCount || payload.count + line.count + 1 > SyncLimits.recordBatchBytes { try flush() }
+                payload += line
+                payload.append(0x0A)
+                count += 1
+            }
+            try flush()
+        }
+
         // A bundle is written whole or not at all: on failure the parts already in place go.
         var done = false
         defer { if !done { for f in finished { unlink(f.path) } } }
@@ -148,6 +172,7 @@ enum BundleWriter {
             partPurges += 1
             summary.purgeRecords += Int64((p.count - Ed25519.signatureBytes) / PurgeEntry.encodedBytes)
         }
+        try addReturns(to: s)
         // Photos the peer said it wants go first: the records naming them are there already.
         for h in state.wants { try addPhoto(h, to: s) }
         var cursor = start
@@ -174,6 +199,7 @@ enum BundleWriter {
                     if partRecords > 0 || partPhotos > 0 {
                         try close(s, upTo: cursor)
                         s = try open(after: cursor)
+                        try addReturns(to: s)
                         count = SyncLimits.recordBatchCount
                         continue
                     }
