@@ -38,6 +38,41 @@ import FamilySync
 
     static let days200 = TimeSpan.days(200)
 
+    /// By files alone (docs/protocol.md §12b, copies owed): a member that last heard the
+    /// owner's clock before it went back a month edits a receipt; the owner pulls the edit
+    /// back on arrival and edits the receipt; the member's next file brings the edit, which
+    /// wins on both, and the member's own version sent again does not undo it.
+    @Test func anOwnerEditOfAMembersPulledBackEditReachesItByFilesAlone() throws {
+        let h = try Star(members: 1)
+        defer { h.stop() }
+        let m = h.members[0]
+        try h.edit(h.owner, day: 0, [Self.receipt("r", "first")])
+        try h.rounds(1, day: 0)
+        h.stopServe()
+        h.clockOffset[h.owner] = .days(-30)
+        func carry(_ from: String, _ to: String, _ name: String) throws {
+            let out = h.dir.file(name)
+            let b = try Tools.run("peer-sync", ["bundle", "--db", from, "--to", try Household.device(to), "-o", out, "--now", h.now(from, day: 1)])
+            #expect(b.status == 0, "bundle \(name): \(b.err)")
+            let parts = (b.json?["parts"]?.arrayValue ?? []).compactMap(\.stringValue)
+            let u = try Tools.run("peer-sync", ["unbundle", "--db", to, "--now", h.now(to, day: 1)] + parts)
+            #expect(u.status == 0, "unbundle \(name): \(u.err)")
+        }
+        try h.edit(m, day: 1, [Self.receipt("r", "kid's")])
+        try carry(m, h.owner, "to-owner-1")
+        let pulled = try #require(try Self.line(h.owner, "r"))
+        let kids = try Self.line(m, "r")
+        #expect(pulled.contains("kid's") && pulled != kids, "the owner pulled the kid's edit back: \(pulled)")
+        try h.edit(h.owner, day: 1, [Self.receipt("r", "owner's")])
+        // The kid's file crosses the owner's: its own version comes again, and the edit stands.
+        try carry(m, h.owner, "to-owner-2")
+        #expect(try Self.line(h.owner, "r")?.contains("owner's") == true)
+        try carry(h.owner, m, "to-kid")
+        let onKids = try Self.line(m, "r") ?? "none"
+        #expect(onKids.contains("owner's"), "the kid's phone: \(onKids)")
+        #expect(try Household.digest(m) == Household.digest(h.owner))
+    }
+
     /// A device away longer than the horizon, revoked meanwhile, joins again:
     /// what it made while away is not taken for purged, and the delete the
     /// family purged while it was gone stays purged, on it too.

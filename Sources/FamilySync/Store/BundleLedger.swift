@@ -64,13 +64,13 @@ extension Store {
         try setBundlePeerInTransaction(peer, state)
     }
 
-    /// Keeps the lines `rids` hold now as copies owed to `peer`: versions of its
-    /// that this store pulled back, or kept in place of its later-dated same edit.
-    func queueReturnsInTransaction(peer: String, rids: [Int64]) throws {
-        guard !rids.isEmpty else { return }
-        let q = try db.prepare("INSERT OR REPLACE INTO bundle_returns (peer, rid, line, seq) SELECT ?, rid, line, seq FROM records WHERE rid = ?")
-        for rid in Set(rids).sorted() {
-            try q.bind([.text(peer), .int(rid)])
+    /// Keeps the lines the `owed` rows hold now as copies owed to `peer`, each with the time
+    /// its version came at: versions of its that this store pulled back, or kept its earlier copy of.
+    func queueReturnsInTransaction(peer: String, owed: [ApplySummary.OwedCopy]) throws {
+        guard !owed.isEmpty else { return }
+        let q = try db.prepare("INSERT OR REPLACE INTO bundle_returns (peer, rid, line, seq, theirs) SELECT ?, rid, line, seq, ? FROM records WHERE rid = ?")
+        for o in owed {
+            try q.bind([.text(peer), .int(o.theirs), .int(o.rid)])
             _ = try q.step()
             q.reset()
         }

@@ -26,8 +26,13 @@ public struct ApplySummary: Sendable, Equatable {
     /// Rows whose copy the owner kept against its member's later-dated same edit:
     /// they go back to the member (docs/protocol.md §7.4).
     public var ownCopiesKept: [Int64] = []
-    /// Rows that took an incoming version pulled back to the receiver's bound.
-    public var pulledBack: [Int64] = []
+    /// Rows holding this store's copy of an incoming version it pulled back to its bound, or
+    /// kept its earlier-dated copy of: the row, and that version's time as it came (BundleLedger.swift).
+    public var owed: [OwedCopy] = []
+    public struct OwedCopy: Equatable, Sendable {
+        public var rid: Int64
+        public var theirs: Int64
+    }
     /// Tombstones that replaced a live version.
     public var deleted = 0
     public init() {}
@@ -84,15 +89,17 @@ extension Store {
     /// once by the session and not parsed again here).
     /// `bound`: the session's clamp (SyncSession, docs/protocol.md §7.4);
     /// `adoptOwnerCopiesOf`: a member's device ID, when the owner sends;
-    /// `keepOwnCopiesOf`: the member's, when the owner receives.
+    /// `keepOwnCopiesOf`: the member's, when the owner receives;
+    /// `owedCopies`: also when it receives a bundle, where the copies it owes the member stand (BundleLedger.swift).
     func applyRemoteInTransaction(_ base: UnsafePointer<UInt8>, _ scans: [RecordScan], now: Timestamp, watching: ClosedRange<Int64>?,
-                                  bound: Int64, adoptOwnerCopiesOf: [UInt8]?, keepOwnCopiesOf: [UInt8]? = nil, from peer: String? = nil) throws -> ApplySummary {
+                                  bound: Int64, adoptOwnerCopiesOf: [UInt8]?, keepOwnCopiesOf: [UInt8]? = nil, owedCopies: Bool = false, from peer: String? = nil) throws -> ApplySummary {
         try applying(now: now, stamping: false, watching: watching) { applier in
             applier.cameFrom = peer.map { Array($0.utf8) }
             applier.receiveBound = bound
             applier.pullBackStopsAtHeld = true
             applier.adoptOwnerCopiesOf = adoptOwnerCopiesOf
             applier.keepOwnCopiesOf = keepOwnCopiesOf
+            applier.owedCopies = owedCopies
             for scan in scans { try applier.apply(base, scan, explain: nil) }
         }
     }
@@ -274,10 +281,10 @@ final class RecordApplier {
     private var insertPhoto: Statement { get throws { try statement(&insertPhotoStatement, "INSERT OR IGNORE INTO record_photos (sha256, record) VALUES (?, ?)") } }
     private var selectHeld: Statement { get throws { try statement(&selectHeldStatement, "SELECT type, line FROM records WHERE id = ?") } }
     private var selectReturnStatement: Statement?, owesPeer: Bool?
-    private var selectReturn: Statement { get throws { try statement(&selectReturnStatement, "SELECT line FROM bundle_returns WHERE peer = ? AND rid = ?") } }
+    private var selectReturn: Statement { get throws { try statement(&selectReturnStatement, "SELECT line, theirs FROM bundle_returns WHERE peer = ? AND rid = ?") } }
     /// The copy of a version of `keepOwnCopiesOf`'s that this store pulled back and still owes it for row `rid` (BundleLedger.swift).
-    private func owedCopy(_ rid: Int64) throws -> [UInt8]? {
-        guard let keep = keepOwnCopiesOf else { return nil }
+    private func owedCopy(_ rid: Int64) throws -> (line: [UInt8], theirs: Int64)? {
+        guard owedCopies, let keep = keepOwnCopiesOf else { return nil }
         let peer = String(decoding: keep, as: UTF8.self)
         // Most members are owed nothing: one look, not one per record.
         if owesPeer == nil { owesPeer = try db.scalarInt("SELECT 1 FROM bundle_returns WHERE peer = ? LIMIT 1", [.text(peer)]) != nil }
@@ -285,7 +292,7 @@ final class RecordApplier {
         let s = try selectReturn
         try s.bind([.text(peer), .int(rid)])
         defer { s.reset() }
-        return try s.step() ? Array(s.text(0).utf8) : nil
+        return try s.step() ? (Array(s.text(0).utf8), s.int64(1)) : nil
     }
     let now: Timestamp
     /// Local edits are stamped by the family's clock (FamilyClock.swift).
@@ -316,6 +323,10 @@ final class RecordApplier {
     /// The member's device ID, when the owner applies that member's versions:
     /// the owner's copy of one of them stands against the same edit later-dated.
     var keepOwnCopiesOf: [UInt8]?
+    /// Whether the copies owed to `keepOwnCopiesOf` stand against its versions that come again: in
+    /// a bundle, where they go back ahead of what replaced them. A session sends no such copies, so
+    /// there the member's version comes in as before, or the two would keep different versions.
+    var owedCopies = false
     /// What this store purged (PurgeRecords.swift): versions of ids not held
     /// that a purge covers are not taken. Loaded on first need.
     private var evidence: PurgeEvidence?
@@ -490,7 +501,7 @@ final class RecordApplier {
             if inserted {
                 rid = sqlite3_last_insert_rowid(db.handle)
                 seq += 1
-                if clamped { summary.pulledBack.append(rid) }
+                if clamped { summary.owed.append(.init(rid: rid, theirs: r.time)) }
             } else {
                 // 2. Held already (`select` is on its row): let the rule decide.
                 found = true
@@ -550,10 +561,12 @@ final class RecordApplier {
                         // The copy held stands and goes back to the sender.
                         d = LWW.Decision(takeRemote: false, rule: .ownerCopy)
                         summary.ownCopiesKept.append(rid)
+                        summary.owed.append(.init(rid: rid, theirs: r.time))
                     } else if d.takeRemote, let keep = keepOwnCopiesOf, incomingDevice.elementsEqual(keep), let copy = try owedCopy(rid),
-                              RecordContent.same(held: copy, incoming: UnsafeRawBufferPointer(start: base + r.start, count: r.end - r.start)) {
-                        // The member's version again, of which this store made the copy it still owes the member and
-                        // has since replaced by a later edit: the edit was made after the copy, so it stands.
+                              copy.theirs == r.time,
+                              RecordContent.same(held: copy.line, incoming: UnsafeRawBufferPointer(start: base + r.start, count: r.end - r.start)) {
+                        // The very version of the member's again (its time and content), of which this store made the
+                        // copy it still owes the member and has since replaced by a later edit: the edit stands.
                         d = LWW.Decision(takeRemote: false, rule: .ownerCopy)
                     }
                     return d
@@ -569,7 +582,7 @@ final class RecordApplier {
                     _ = try writeRow(base, r, stmt: update, rid: rid, idp: idp, idn: idn, time: time,
                                      typeDecoded: typeDecoded, deviceDecoded: deviceDecoded, photoCount: photoCount, prevAt: prevAt)
                     seq += 1
-                    if clamped { summary.pulledBack.append(rid) }
+                    if clamped { summary.owed.append(.init(rid: rid, theirs: r.time)) }
                     if let w = watching, w.contains(heldSeq) { summary.displaced.append(rid) }
                     if heldPhotos > 0 {
                         let dp = try deletePhotos

@@ -208,11 +208,13 @@ enum Schema {
         -- bundle, kept until the member acknowledges the change `seq` (the row's
         -- when the copy was made): a copy superseded here before it went back
         -- still goes, ahead of what superseded it (docs/protocol.md §12b).
+        -- `theirs`: the member's version's time as it came.
         CREATE TABLE IF NOT EXISTS bundle_returns (
             peer TEXT NOT NULL,
             rid INTEGER NOT NULL,
             line TEXT NOT NULL,
             seq INTEGER NOT NULL,
+            theirs INTEGER NOT NULL,
             PRIMARY KEY (peer, rid)
         ) WITHOUT ROWID;
         """,

@@ -56,6 +56,26 @@ import Testing
         #expect(try InProcessHousehold.digest(m.path) == InProcessHousehold.digest(h.owner.path))
     }
 
+    /// Only the very version the copy was made of stands aside: the member's new edit back to
+    /// the same content, made after it saw the owner's edit, comes in while the copy is owed.
+    @Test func aNewEditWithTheSameContentIsNotTakenForTheOldOne() throws {
+        let (h, m) = try Self.household(ownerEdits: true)
+        // The owner's edit reaches the member in the last of several parts, the others lost:
+        // the member's cursor stays behind the gap, so the copy stays owed.
+        try h.edit(h.owner, [#"{"id":"a","type":"note","data":{"v":0}}"#, #"{"id":"b","type":"note","data":{"v":0}}"#])
+        h.now = h.now.adding(.minutes(1))
+        try h.edit(h.owner, [#"{"id":"r","type":"note","data":{"v":3}}"#])
+        let parts = try h.writeBundle(from: h.owner, to: m, maxBytes: 300)
+        #expect(parts.count > 1)
+        _ = try h.applyBundle(try #require(parts.last), at: m)
+        #expect(try InProcessHousehold.rows(m.path)["r"]?.line.contains(#""v":3"#) == true)
+        h.now = h.now.adding(.hours(1))
+        try h.edit(m, [#"{"id":"r","type":"note","data":{"v":1}}"#])
+        for p in try h.writeBundle(from: m, to: h.owner, maxBytes: nil) { _ = try h.applyBundle(p, at: h.owner) }
+        let r = try #require(try InProcessHousehold.rows(h.owner.path)["r"])
+        #expect(r.line.contains(#""v":1"#), "the member's new edit reaches the owner: \(r.line)")
+    }
+
     @Test func aCopyNotReplacedGoesWithItsRowOnly() throws {
         let (h, m) = try Self.household(ownerEdits: false)
         #expect(try Store(path: h.owner.path).supersededReturns(peer: m.id).isEmpty)

@@ -76,7 +76,12 @@ enum BundleApplier {
                 let ownChanges = try store.currentChangeSeq
                 var received = FamilyStatement.Received()
                 var assembly: PhotoAssembly?
-                var kept: [Int64] = [], pulled: [Int64] = []
+                var kept: [Int64] = [], owed: [ApplySummary.OwedCopy] = []
+                // The writer's acknowledgement, when it is one this store can take (below), ends what is owed to
+                // it first: a version of its that comes in this part after it took the copy is a new one.
+                if family.role == .owner, head.ack <= ownChanges, head.ack >= state.sent {
+                    try store.dropReturnsInTransaction(peer: h.from, upTo: head.ack)
+                }
                 var decoder = FrameDecoder()
                 while let chunk = try opener.nextChunk() {
                     chunk.withUnsafeBytes { decoder.append($0) }
@@ -97,13 +102,13 @@ enum BundleApplier {
                                 let scans = try IncomingRecords.scan(base, count: buf.count, recordsBefore: summary.recordsReceived)
                                 summary.recordsReceived += Int64(scans.count)
                                 return try store.applyRemoteInTransaction(base, scans, now: now, watching: nil, bound: bound,
-                                                                          adoptOwnerCopiesOf: adopt, keepOwnCopiesOf: keep, from: h.from)
+                                                                          adoptOwnerCopiesOf: adopt, keepOwnCopiesOf: keep, owedCopies: keep != nil, from: h.from)
                             }
                             summary.recordsApplied += Int64(s.applied)
                             summary.recordsPurged += Int64(s.purged)
                             summary.recordsClampedIn += Int64(s.clamped)
                             kept += s.ownCopiesKept
-                            pulled += s.pulledBack
+                            owed += s.owed
                         case .photoData:
                             let p = f.payload
                             let hash = Hex.encode(p[0..<32])
@@ -135,7 +140,7 @@ enum BundleApplier {
                 _ = try store.resendRowsInTransaction(kept)
                 // The owner's copies of its member's versions are owed to it until it acknowledges them, even
                 // when an edit here replaces one first: the member takes the copy, and then what replaced it.
-                if family.role == .owner { try store.queueReturnsInTransaction(peer: h.from, rids: pulled + kept) }
+                if family.role == .owner { try store.queueReturnsInTransaction(peer: h.from, owed: owed) }
                 // The writer's word on how far of ours it holds.
                 if head.ack > ownChanges {
                     // It holds more of our changes than this store ever made: this store went back in time.
@@ -148,7 +153,6 @@ enum BundleApplier {
                     state.resendUntil = Int64.max
                 } else {
                     state.sent = head.ack
-                    try store.dropReturnsInTransaction(peer: h.from, upTo: head.ack)
                     if state.resendUntil != Int64.max, state.resendUntil != 0, head.ack >= state.resendUntil { state.resendUntil = 0 }
                 }
                 if head.changes < state.recv {
