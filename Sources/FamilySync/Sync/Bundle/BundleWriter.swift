@@ -102,7 +102,8 @@ enum BundleWriter {
 
         var partAfter = start
         var partRecords: Int64 = 0, partPhotos: Int64 = 0, partPurges: Int64 = 0
-        // Copies owed the reader in this part (addReturns), counted apart so a part holding only them still takes a batch.
+        // Copies owed the reader in this part (addReturns), counted apart so a part holding only them still
+        // takes a batch; the summary's `records` counts the range's rows only.
         var partReturned: Int64 = 0
         var sentPhotos = Set<String>()
         var finished: [BundleSealer] = []
@@ -151,7 +152,6 @@ enum BundleWriter {
                 guard count > 0 else { return }
                 try s.append(.records, payload)
                 partReturned += Int64(count)
-                summary.records += Int64(count)
                 (payload, count) = ([], 0)
             }
             for line in returns {
