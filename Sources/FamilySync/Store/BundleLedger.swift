@@ -76,17 +76,23 @@ extension Store {
         }
     }
 
-    /// The copies owed to `peer` that a later version replaced here before they
-    /// went back (the others go with their rows), as NDJSON lines in row order.
+    /// The copies owed to `peer` that another edit replaced here before they went
+    /// back, as NDJSON lines in row order. The others go with their rows: a row that
+    /// still holds the copy, or the same edit of the peer's dated otherwise (taken in
+    /// a session since), which the peer takes as the owner's copy of its own.
     func supersededReturns(peer: String) throws -> [[UInt8]] {
         let s = try db.prepare("""
-            SELECT b.line FROM bundle_returns b JOIN records r ON r.rid = b.rid
+            SELECT b.line, r.line, r.device_id = b.peer FROM bundle_returns b JOIN records r ON r.rid = b.rid
             WHERE b.peer = ? AND r.line IS NOT b.line ORDER BY b.rid
             """)
         try s.bind([.text(peer)])
         defer { s.reset() }
         var lines: [[UInt8]] = []
-        while try s.step() { lines.append(Array(s.text(0).utf8)) }
+        while try s.step() {
+            let copy = Array(s.text(0).utf8)
+            if s.int64(2) == 1, Array(s.text(1).utf8).withUnsafeBytes({ RecordContent.same(held: copy, incoming: $0) }) { continue }
+            lines.append(copy)
+        }
         return lines
     }
 
