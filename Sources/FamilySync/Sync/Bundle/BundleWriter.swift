@@ -145,22 +145,22 @@ enum BundleWriter {
         // Copies owed to a member that an edit here replaced before they went back: each part carries
         // them ahead of its records, so whichever part the member applies first, it takes the copy
         // before what replaced it (§12b).
-        let returns = family.role == .owner ? try store.supersededReturns(peer: peer) : []
+        // Batched once; every part repeats the same batches.
+        var returnBatches: [(payload: [UInt8], count: Int64)] = []
+        for line in family.role == .owner ? try store.supersededReturns(peer: peer) : [] {
+            if let last = returnBatches.last, last.count < SyncLimits.recordBatchCount,
+               last.payload.count + line.count + 1 <= SyncLimits.recordBatchBytes {
+                returnBatches[returnBatches.count - 1].payload += line + [0x0A]
+                returnBatches[returnBatches.count - 1].count += 1
+            } else {
+                returnBatches.append((line + [0x0A], 1))
+            }
+        }
         func addReturns(to s: BundleSealer) throws {
-            var payload: [UInt8] = [], count = 0
-            func flush() throws {
-                guard count > 0 else { return }
-                try s.append(.records, payload)
-                partReturned += Int64(count)
-                (payload, count) = ([], 0)
+            for b in returnBatches {
+                try s.append(.records, b.payload)
+                partReturned += b.count
             }
-            for line in returns {
-                if count == SyncLimits.recordBatchCount || payload.count + line.count + 1 > SyncLimits.recordBatchBytes { try flush() }
-                payload += line
-                payload.append(0x0A)
-                count += 1
-            }
-            try flush()
         }
 
         // A bundle is written whole or not at all: on failure the parts already in place go.
