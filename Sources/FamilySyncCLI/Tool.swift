@@ -40,6 +40,9 @@ public final class ToolContext {
         if let m = s.looserModeFixed {
             warn("store \(storePath) was mode \(String(m, radix: 8)), readable by others; it holds the family's keys, so it is 0600 now")
         }
+        if s.photosForgotten > 0 {
+            warn("store \(storePath) had no photo file (\(storePath)-photos): the \(s.photosForgotten) photos it held are wanted again from its peers")
+        }
         openedStore = s
         if !existed {
             createdStore = true

@@ -235,8 +235,7 @@ import FamilySync
         for s in h.all { #expect(try !Star.has(s, "r-3")) }
 
         // A's store is restored from the copy that has r-3 live.
-        for suffix in ["", "-wal", "-shm"] { unlink(a + suffix) }
-        try FileManager.default.copyItem(atPath: copy, toPath: a)
+        try Household.restore(a, from: copy)
         #expect(try Star.isLive(a, "r-3"))
         let r = try h.sync(a, day: 93)
         #expect(r.status == 0, "\(r.err)")

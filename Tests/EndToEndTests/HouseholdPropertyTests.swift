@@ -100,8 +100,7 @@ import FamilySync
             default:
                 if let copy = backups[store] {
                     if store == h.owner { h.stopServe() }
-                    for suffix in ["", "-wal", "-shm"] { unlink(store + suffix) }
-                    try FileManager.default.copyItem(atPath: copy, toPath: store)
+                    try Household.restore(store, from: copy)
                     log.append("d\(day) restore \(store.suffix(8))")
                 }
             }

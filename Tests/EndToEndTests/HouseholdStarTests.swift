@@ -179,8 +179,7 @@ final class Star {
         try h.rounds(3, day: 1)
         try h.purgeAtOwner(day: 92, expected: 1)
         // A's store is restored from the old copy, which still has r-3 live; then A edits.
-        for suffix in ["", "-wal", "-shm"] { unlink(a + suffix) }
-        try FileManager.default.copyItem(atPath: copy, toPath: a)
+        try Household.restore(a, from: copy)
         #expect(try Star.isLive(a, "r-3"))
         try h.edit(a, day: 93, [Self.receipt("x-1", "after the restore"), Self.receipt("r-0", "edited after the restore")])
         let r = try h.sync(a, day: 93)
@@ -210,8 +209,7 @@ final class Star {
         try h.edit(b, day: 1, ["{\"id\":\"r-3\",\"type\":\"receipt\",\"deleted\":true}"])
         try h.rounds(3, day: 1)
         try h.purgeAtOwner(day: 92, expected: 1)
-        for suffix in ["", "-wal", "-shm"] { unlink(a + suffix) }
-        try FileManager.default.copyItem(atPath: copy, toPath: a)
+        try Household.restore(a, from: copy)
         #expect(try Star.isLive(a, "r-3"))
         try h.edit(a, day: 93, [Self.receipt("x-1", "after the restore")])
         // A syncs with B (B serves) before it reaches the owner again.
@@ -257,8 +255,7 @@ final class Star {
 
         // The owner's store is restored from the copy: r-3 live, C current, the roster and key of before.
         h.stopServe()
-        for suffix in ["", "-wal", "-shm"] { unlink(h.owner + suffix) }
-        try FileManager.default.copyItem(atPath: copy, toPath: h.owner)
+        try Household.restore(h.owner, from: copy)
         #expect(try Star.isLive(h.owner, "r-3") && !Star.has(h.owner, "o-1"))
         #expect(try Store(path: h.owner).device(cID)?.revokedAt == nil)
         try h.edit(h.owner, day: 93, [Self.receipt("o-2", "the owner's, after the restore"), Self.receipt("r-0", "edited after the restore")])
@@ -319,8 +316,7 @@ final class Star {
 
         // The owner's store is restored from the copy: E's admission is not in it.
         h.stopServe()
-        for suffix in ["", "-wal", "-shm"] { unlink(h.owner + suffix) }
-        try FileManager.default.copyItem(atPath: copy, toPath: h.owner)
+        try Household.restore(h.owner, from: copy)
         try h.edit(e, day: 2, [Self.receipt("e-2", "E's, after the restore")])
         let beforeRefusal = try Household.fingerprint(e)
         let unknown = try h.sync(e, day: 2)
@@ -366,8 +362,7 @@ final class Star {
         let epoch = try Store(path: a).familyEpoch
 
         h.stopServe()
-        for suffix in ["", "-wal", "-shm"] { unlink(h.owner + suffix) }
-        try FileManager.default.copyItem(atPath: copy, toPath: h.owner)
+        try Household.restore(h.owner, from: copy)
         #expect(try Store(path: h.owner).secret("roster_signing_key")?.copiedBytes == rosterKey)
         for m in [a, b] {
             let r = try h.sync(m, day: 2)

@@ -140,7 +140,24 @@ enum Household {
 
     static func digest(_ path: String) throws -> String { try Store(path: path).recordStateDigest() }
     static func recordCount(_ path: String) throws -> Int64 { try Store(path: path).db.scalarInt("SELECT count(*) FROM records") ?? 0 }
-    static func photoCount(_ path: String) throws -> Int64 { try Store(path: path).db.scalarInt("SELECT count(*) FROM photos") ?? 0 }
+    /// Photos the store holds whose bytes are in its photo file and hash to their name.
+    static func photoCount(_ path: String) throws -> Int64 {
+        let s = try Store(path: path)
+        let st = try s.db.prepare("SELECT sha256 FROM photos")
+        defer { st.reset() }
+        var n: Int64 = 0
+        while try st.step() {
+            let h = st.text(0)
+            if let b = try s.photo(h), Hex.encode(SHA256.hash(b)) == h { n += 1 }
+        }
+        return n
+    }
+    /// Puts a store back from a `merge-records --backup` copy, as the README says: the store and its photo file.
+    static func restore(_ store: String, from copy: String) throws {
+        for suffix in ["", "-wal", "-shm", "-photos", "-photos-journal"] { unlink(store + suffix) }
+        try FileManager.default.copyItem(atPath: copy, toPath: store)
+        try FileManager.default.copyItem(atPath: copy + "-photos", toPath: store + "-photos")
+    }
     static func device(_ path: String) throws -> String { try Store(path: path).deviceID }
 
     /// A whole-store fingerprint: records, photos, devices, offers, secrets, meta, proofs.

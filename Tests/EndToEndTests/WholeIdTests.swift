@@ -25,8 +25,7 @@ import FamilySync
         try h.edit(b, day: 1, ["{\"id\":\"r-3\",\"type\":\"receipt\",\"deleted\":true}"])
         try h.rounds(3, day: 1)
         try h.purgeAtOwner(day: 92, expected: 1)
-        for suffix in ["", "-wal", "-shm"] { unlink(a + suffix) }
-        try FileManager.default.copyItem(atPath: copy, toPath: a)
+        try Household.restore(a, from: copy)
         let r = try h.sync(a, day: 93)
         #expect(r.status == 0, "\(r.err)")
         #expect(try !Star.has(a, "r-3"), "the purged record is dropped")

@@ -30,7 +30,7 @@ complete -c merge-records -l type -x -d 'With --export: only records of type TYP
 complete -c merge-records -l live -d 'With --export: only live records, no tombstones.'
 complete -c merge-records -l deleted -d 'With --export: only tombstones.'
 complete -c merge-records -l add-photo -r -F -d 'Store mode: keep the bytes of FILE, and of every FILE after it (--add-photo photos/*.jpg), in the store, named by their lowercase SHA-256 hex, and print {"file","sha256","size"} per file. Records name photos by that hash. All files go in one transaction.'
-complete -c merge-records -l backup -r -F -d 'Store mode: write a consistent copy of the whole store to FILE (a new file, mode 0600), safe while peer-sync or another merge-records writes to the store; prints {"backup","bytes","records","changeSeq"}.'
+complete -c merge-records -l backup -r -F -d 'Store mode: write a consistent copy of the whole store to FILE and its photos to FILE-photos (new files, mode 0600), safe while peer-sync or another merge-records writes to the store; prints {"backup","photoFile","bytes","records","photos","changeSeq"}.'
 complete -c merge-records -l diff -d 'Why two devices disagree: merge-records --diff A B, each a store or an export, prints for every id whose versions differ one JSON line {"id","a","b","winner","rule"}: both versions (null where one has none), which a sync keeps (a, b, or null when each keeps its own) and by which rule. Exit 0 when they agree, 1 when they differ.'
 complete -c merge-records -l explain -d 'Write, per id, which rule decided as one JSON line on standard error.'
 complete -c merge-records -l explain-file -r -F -d 'Write the --explain lines to PATH instead of standard error.'

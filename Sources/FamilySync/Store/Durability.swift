@@ -4,18 +4,22 @@ import FoundationEssentials
 /// outside a sync session is durable when it returns (`synchronous = FULL`,
 /// `Store.connectionPragmas`); a session commits without a sync each and
 /// makes everything durable at its two promises, before it sends DONE and
-/// after it moves its cursors. A sync that fails is an error, never a
+/// after it moves its cursors. Photo bytes are on disk before the store
+/// counts them as held (PhotoFile.swift). A sync that fails is an error, never a
 /// silent success.
 extension Store {
     /// Puts everything committed through this connection on disk (the
     /// write-ahead log and the file), whoever else has the store open.
     public func makeDurable() throws {
+        try flushStagedPhotos()
         try db.syncToDisk()
     }
 
     /// Closes the store, saying so when that fails; a tool calls it before
     /// exiting 0. The store must not be used after.
     public func close() throws {
+        try flushStagedPhotos()
+        try photoFile.close()
         try db.close()
     }
 

@@ -1,7 +1,8 @@
 import CSQLite
 
-/// Photos as a session moves them: which ones this store still wants, and
-/// their bytes written and read in chunks through SQLite's incremental blob I/O.
+/// Photos as a session moves them: which ones this store still wants, their
+/// bytes staged as they come, and read in chunks through SQLite's
+/// incremental blob I/O from the photo file.
 extension Store {
     /// Up to `limit` wanted photos whose hash sorts after `after`: the next wave.
     public func wantedPhotos(after: String, limit: Int) throws -> [String] {
@@ -46,45 +47,31 @@ extension Store {
         return out
     }
 
-    /// The photo's row and size, for reading it in chunks.
+    /// The photo's row in the photo file and its size, for reading it in
+    /// chunks; nil when the store does not hold it, or its bytes are not
+    /// there (then it is unavailable to a peer, and tombstone-gc sets the
+    /// store right).
     func photoLocation(_ sha256: String) throws -> (rowid: Int64, size: Int)? {
-        let s = try db.prepare("SELECT rowid, length(bytes) FROM photos WHERE sha256 = ?")
-        try s.bind([.text(sha256)])
-        defer { s.reset() }
-        return try s.step() ? (s.int64(0), Int(s.int64(1))) : nil
+        guard try hasPhoto(sha256) else { return nil }
+        return try photoFile.location(sha256)
     }
 
     /// Keeps a received photo, `size` bytes arriving as `chunks`, whose bytes
     /// the caller has already hashed to `sha256` as they arrived (so they are
-    /// not hashed twice). The row is made with a zeroblob and filled chunk by
-    /// chunk through incremental blob I/O, so neither SQLite nor the caller
-    /// builds a buffer the size of the photo; all in one transaction.
+    /// not hashed twice). The bytes are staged in the photo file and
+    /// committed with the wave's others (`flushStagedPhotos`), when
+    /// `PhotoFile.flushBytes` are staged, or at the session's durable points.
     func keepVerifiedPhoto(_ chunks: [ArraySlice<UInt8>], size: Int, sha256: String, now: Timestamp) throws {
-        try write { try keepVerifiedPhotoInTransaction(chunks, size: size, sha256: sha256, now: now) }
+        try keepVerifiedPhotoInTransaction(chunks, size: size, sha256: sha256, now: now)
+        if photoFile.stagedBytes >= PhotoFile.flushBytes { try flushStagedPhotos() }
     }
 
-    /// The same, inside the caller's write transaction (a bundle's part is applied in one).
+    /// The same, for a bundle's part: staged until the part's transaction
+    /// flushes them before it commits.
     func keepVerifiedPhotoInTransaction(_ chunks: [ArraySlice<UInt8>], size: Int, sha256: String, now: Timestamp) throws {
         precondition(chunks.reduce(0) { $0 + $1.count } == size, "photo chunks do not add up to its size")
-        do {
-            try db.run("INSERT OR IGNORE INTO photos (sha256, size, added_at, bytes) VALUES (?, ?, ?, zeroblob(?))",
-                       [.text(sha256), .int(Int64(size)), .int(now.milliseconds), .int(Int64(size))])
-            guard db.changes == 1, size > 0 else { return }
-            let rowid = db.lastInsertRowID
-            var b: OpaquePointer?
-            var rc = sqlite3_blob_open(db.handle, "main", "photos", "bytes", rowid, 1, &b)
-            guard rc == SQLITE_OK, let blob = b else {
-                if let b { sqlite3_blob_close(b) }
-                throw SQLiteError(code: rc, context: "opening a received photo for writing", message: String(cString: sqlite3_errmsg(db.handle)))
-            }
-            defer { sqlite3_blob_close(blob) }
-            var offset: Int32 = 0
-            for chunk in chunks {
-                rc = chunk.withUnsafeBytes { sqlite3_blob_write(blob, $0.baseAddress, Int32($0.count), offset) }
-                try db.check(rc, "writing a received photo")
-                offset += Int32(chunk.count)
-            }
-        }
+        guard try !hasPhoto(sha256) else { return }
+        try photoFile.stage(chunks, size: size, sha256: sha256, addedAt: now.milliseconds)
     }
 }
 
@@ -111,9 +98,9 @@ final class PhotoBlobReader {
     func readChunk(max: Int, into out: inout [UInt8]) throws {
         let n = min(max, size - offset)
         guard n > 0 else { return }
-        let db = store.db.handle
+        let db = store.photoFile.db.handle
         var b: OpaquePointer?
-        var rc = sqlite3_blob_open(db, "main", "photos", "bytes", rowid, 0, &b)
+        var rc = sqlite3_blob_open(db, "main", "photo_bytes", "bytes", rowid, 0, &b)
         guard rc == SQLITE_OK, let blob = b else {
             if let b { sqlite3_blob_close(b) }
             throw SQLiteError(code: rc, context: "opening a photo for reading", message: String(cString: sqlite3_errmsg(db)))

@@ -1,22 +1,26 @@
+import CSQLite
 import FoundationEssentials
 import Glibc
 
-/// Photo bytes, content-addressed by SHA-256, kept inside the store so a
-/// photo and the records naming it commit together (a crash never leaves a
-/// half-written file or a dangling path).
+/// Photos, content-addressed by SHA-256: their bytes in the photo file
+/// beside the store (PhotoFile.swift), and in the store which of them it
+/// holds, a row made only once the bytes are on disk.
 extension Store {
     /// The largest photo accepted, in bytes.
     public static let maxPhotoBytes = 64 << 20
 
-    /// Keeps `bytes` and returns their lowercase SHA-256 hex. Idempotent.
+    /// Keeps `bytes` and returns their lowercase SHA-256 hex. Idempotent. The
+    /// bytes are on disk before the store's row is written (inside the
+    /// caller's transaction when there is one).
     @discardableResult
     public func addPhoto(_ bytes: [UInt8], now: Timestamp) throws -> String {
         guard bytes.count <= Store.maxPhotoBytes else {
             throw StoreError(.photoTooLarge, limit: Store.maxPhotoBytes, size: bytes.count)
         }
         let hash = Hex.encode(SHA256.hash(bytes))
-        try db.run("INSERT OR IGNORE INTO photos (sha256, size, added_at, bytes) VALUES (?, ?, ?, ?)",
-                   [.text(hash), .int(Int64(bytes.count)), .int(now.milliseconds), .blob(bytes)])
+        if try hasPhoto(hash) { return hash }
+        try photoFile.stage([bytes[...]], size: bytes.count, sha256: hash, addedAt: now.milliseconds)
+        try flushStagedPhotos()
         return hash
     }
 
@@ -26,6 +30,26 @@ extension Store {
         guard Hex.encode(SHA256.hash(bytes)) == sha256 else { return false }
         try addPhoto(bytes, now: now)
         return true
+    }
+
+    /// Commits the photos staged in the photo file (on disk when it returns),
+    /// then records them as held: in the caller's transaction when one is
+    /// open, else in one of their own.
+    func flushStagedPhotos() throws {
+        let done = try photoFile.commitStaged()
+        guard !done.isEmpty else { return }
+        let insert = {
+            for p in done {
+                try self.db.run("INSERT OR IGNORE INTO photos (sha256, size, added_at) VALUES (?, ?, ?)",
+                                [.text(p.sha256), .int(Int64(p.size)), .int(p.addedAt)])
+            }
+        }
+        if sqlite3_get_autocommit(db.handle) == 0 { try insert() } else { try write(insert) }
+    }
+
+    /// Drops the photos staged and not yet committed.
+    func discardStagedPhotos() {
+        photoFile.discardStaged()
     }
 
     /// Reads the file at `path` and keeps its bytes; returns the hash and size.
@@ -49,10 +73,7 @@ extension Store {
     }
 
     public func photo(_ sha256: String) throws -> [UInt8]? {
-        let s = try db.prepare("SELECT bytes FROM photos WHERE sha256 = ?")
-        try s.bind([.text(sha256)])
-        defer { s.reset() }
-        return try s.step() ? s.blob(0) : nil
+        try hasPhoto(sha256) ? photoFile.bytes(sha256) : nil
     }
 
     /// How many photos the store holds.
@@ -60,8 +81,9 @@ extension Store {
         Int(try db.scalarInt("SELECT count(*) FROM photos") ?? 0)
     }
 
+    /// Whether the store holds the photo, or has it staged to be held.
     public func hasPhoto(_ sha256: String) throws -> Bool {
-        try db.scalarInt("SELECT 1 FROM photos WHERE sha256 = ?", [.text(sha256)]) != nil
+        try photoFile.isStaged(sha256) || db.scalarInt("SELECT 1 FROM photos WHERE sha256 = ?", [.text(sha256)]) != nil
     }
 
     /// Photos that live records name but this store does not hold yet.

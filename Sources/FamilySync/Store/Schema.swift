@@ -218,6 +218,12 @@ enum Schema {
             PRIMARY KEY (peer, rid)
         ) WITHOUT ROWID;
         """,
+        // Version 9: photo bytes live in the photo file beside the store
+        // (PhotoFile.swift), where they are written once; `photos` keeps which
+        // are held. The bytes are copied there before this runs (Store.migrate).
+        """
+        ALTER TABLE photos DROP COLUMN bytes;
+        """,
     ]
 
     /// The first version whose stores keep the record-state digest in `meta`.
@@ -226,6 +232,8 @@ enum Schema {
     static let evidenceVersion: Int32 = 4
     /// The first version whose record lines hold no CR.
     static let noCRVersion: Int32 = 5
+    /// The first version whose photo bytes are in the photo file.
+    static let photoFileVersion: Int32 = 9
 
     static var currentVersion: Int32 { Int32(migrations.count) }
 }

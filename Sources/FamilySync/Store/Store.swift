@@ -2,12 +2,15 @@ import CSQLite
 import FoundationEssentials
 import Glibc
 
-/// A device's store: one SQLite file in WAL mode holding records, photos,
-/// the family, peers, offers and proofs. Every write is one transaction.
-/// Not Sendable: open one Store per thread or process.
+/// A device's store: one SQLite file in WAL mode holding records, the
+/// family, peers, offers, proofs and which photos are held, and beside it
+/// the photos' bytes (`PhotoFile`, STORE-photos). Every write is one
+/// transaction. Not Sendable: open one Store per thread or process.
 public final class Store {
     public let path: String
     public let db: Database
+    /// The photos' bytes, in their own file beside the store.
+    let photoFile: PhotoFile
 
     /// The page size of a new store. Photos are stored as megabyte blobs, and
     /// with 4 KiB pages each one is hundreds of overflow pages, each its own
@@ -42,7 +45,15 @@ public final class Store {
                 waited += 1
             }
         }
+        do { photoFile = try PhotoFile(storePath: path) } catch { try? db.close(); throw error }
+        let before = Int32(try db.scalarInt("PRAGMA user_version") ?? 0)
         try migrate()
+        if photoFile.made, before >= Schema.photoFileVersion {
+            // The photo file was not there (a store put back without it): the
+            // photos it held are wanted again, not taken for held.
+            try write { try db.run("DELETE FROM photos") }
+            photosForgotten = db.changes
+        }
         // A new store's first steps (the switch to WAL mode) went through a
         // rollback journal SQLite deleted; that deletion reaches the disk
         // with the folder, else a power cut brings the journal back.
@@ -56,7 +67,7 @@ public final class Store {
         do {
             let db = try Database(path: path, flags: SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX)
             try db.execute("PRAGMA foreign_keys = ON; \(Store.connectionPragmas)")
-            return Store(path: path, db: db)
+            return Store(path: path, db: db, photoFile: try PhotoFile(storePath: path))
         } catch let e as SQLiteError {
             throw StoreError(.cannotOpen, path: path, detail: e.message)
         }
@@ -67,9 +78,14 @@ public final class Store {
     /// anything was read or written; a tool says so on stderr.
     public private(set) var looserModeFixed: mode_t?
 
-    private init(path: String, db: Database) {
+    /// How many photos the store took for held when opened, whose photo file
+    /// was missing: they are wanted again (a tool says so on stderr).
+    public private(set) var photosForgotten = 0
+
+    private init(path: String, db: Database, photoFile: PhotoFile) {
         self.path = path
         self.db = db
+        self.photoFile = photoFile
     }
 
     /// Every connection overwrites what it deletes or replaces with zeros
@@ -159,9 +175,10 @@ public final class Store {
         return true
     }
 
-    /// Creates the store file with mode 0600 (and its folder with 0700) before
-    /// SQLite opens it; SQLite gives its -wal and -shm files the same mode.
-    private static func createFile(path: String) throws {
+    /// Creates the store file (or its photo file) with mode 0600 (and its
+    /// folder with 0700) before SQLite opens it; SQLite gives its -wal, -shm
+    /// and -journal files the same mode.
+    static func createFile(path: String) throws {
         let dir = PathText.directory(path)
         if !dir.isEmpty, !FileManager.default.fileExists(atPath: dir) {
             // The folders made here, outermost first: each is synced into its parent below.
@@ -209,12 +226,12 @@ public final class Store {
         if e != 0 { throw StoreError(.cannotCreate, path: path, detail: "syncing its folder to disk: \(FileIO.describe(e))") }
     }
 
-    /// Sets the store's file, and SQLite's -wal and -shm beside it, to 0600
-    /// when others may read or write them (a store holds the family's keys).
-    /// Returns the mode found, when it was looser.
+    /// Sets the store's file, SQLite's -wal and -shm beside it and the photo
+    /// file and its journal to 0600 when others may read or write them (a
+    /// store holds the family's keys). Returns the mode found, when it was looser.
     private static func tightenMode(path: String) -> mode_t? {
         var found: mode_t?
-        for suffix in ["", "-wal", "-shm"] {
+        for suffix in ["", "-wal", "-shm", PhotoFile.suffix, PhotoFile.suffix + "-journal"] {
             var st = stat()
             guard stat(path + suffix, &st) == 0, st.st_mode & S_IFMT == S_IFREG, st.st_mode & 0o077 != 0 else { continue }
             if chmod(path + suffix, 0o600) == 0, suffix.isEmpty { found = st.st_mode & 0o7777 }
@@ -225,6 +242,7 @@ public final class Store {
     private func migrate() throws {
         let version = Int32(try db.scalarInt("PRAGMA user_version") ?? 0)
         if version == Schema.currentVersion { return }
+        if version > 0, version < Schema.photoFileVersion { try copyPhotoBytesOut() }
         try db.transaction {
             // Re-read inside the write lock: another process may have migrated meanwhile.
             let v = Int32(try db.scalarInt("PRAGMA user_version") ?? 0)
@@ -247,6 +265,36 @@ public final class Store {
                            [.text(try randomUUID()), .text(Timestamp.current().rfc3339)])
             }
             try db.execute("PRAGMA application_id = \(Schema.applicationID); PRAGMA user_version = \(Schema.currentVersion)")
+        }
+        // The bytes that left a store for its photo file leave free pages
+        // behind; a large store gives them back to the disk once.
+        if version > 0, version < Schema.photoFileVersion,
+           let free = try db.scalarInt("PRAGMA freelist_count"), let page = try db.scalarInt("PRAGMA page_size"), free * page > 64 << 20 {
+            try? db.execute("VACUUM")
+        }
+    }
+
+    /// Before version 9 drops the bytes from `photos`: copies them into the
+    /// photo file, a few photos to a commit, each commit on disk before the
+    /// next. Run again after a crash, it copies again what is not there yet.
+    private func copyPhotoBytesOut() throws {
+        guard try db.scalarInt("SELECT 1 FROM pragma_table_info('photos') WHERE name = 'bytes'") != nil else { return }
+        var after: Int64 = 0
+        while true {
+            var last: Int64?
+            let s = try db.prepare("SELECT rowid, sha256, added_at, bytes FROM photos WHERE rowid > ? ORDER BY rowid LIMIT 16")
+            try s.bind([.int(after)])
+            while try s.step() {
+                last = s.int64(0)
+                let h = s.text(1)
+                if try photoFile.has(h) { continue }
+                let bytes = s.blob(3)
+                try photoFile.stage([bytes[...]], size: bytes.count, sha256: h, addedAt: s.int64(2))
+            }
+            s.reset()
+            _ = try photoFile.commitStaged()
+            guard let l = last else { break }
+            after = l
         }
     }
 
@@ -304,8 +352,11 @@ public final class Store {
         try db.readTransaction(body)
     }
 
-    /// `PRAGMA integrity_check`: "ok" for a sound store.
+    /// `PRAGMA integrity_check` of the store and of its photo file: "ok"
+    /// when both are sound, else what each said.
     public func integrityCheck() throws -> String {
-        try db.scalarText("PRAGMA integrity_check") ?? "no answer"
+        let store = try db.scalarText("PRAGMA integrity_check") ?? "no answer"
+        let photos = try photoFile.db.scalarText("PRAGMA integrity_check") ?? "no answer"
+        return store == "ok" && photos == "ok" ? "ok" : "store: \(store); photo file: \(photos)"
     }
 }

@@ -77,6 +77,33 @@ extension Store {
     /// Photos deleted per transaction: their bytes are large, so batches stay small.
     public static let gcPhotoBatch = 32
 
+    /// Sets the store and its photo file right with each other: bytes no row
+    /// of the store names (a crash between the two writes, or a photo file
+    /// kept when the store was put back from a copy), added before `cutoff`,
+    /// go; a row whose bytes are not in the file goes too, so the photo is
+    /// wanted again instead of taken for held.
+    func reconcilePhotoFile(cutoff: Int64, log: ((String) -> Void)?) throws {
+        var after = "", orphans: [String] = []
+        while true {
+            let page = try photoFile.page(after: after, limit: 512)
+            for p in page where p.addedAt < cutoff {
+                if try db.scalarInt("SELECT 1 FROM photos WHERE sha256 = ?", [.text(p.sha256)]) == nil { orphans.append(p.sha256) }
+            }
+            guard let last = page.last else { break }
+            after = last.sha256
+        }
+        try photoFile.remove(orphans)
+        if !orphans.isEmpty { log?("removed the bytes of \(orphans.count) photos the store does not hold from its photo file") }
+        var missing: [String] = []
+        let s = try db.prepare("SELECT sha256 FROM photos")
+        while try s.step() { let h = s.text(0); if try !photoFile.has(h) { missing.append(h) } }
+        s.reset()
+        if !missing.isEmpty {
+            try write { for h in missing { try db.run("DELETE FROM photos WHERE sha256 = ?", [.text(h)]) } }
+            log?("\(missing.count) photos the store took for held are not in its photo file; they are wanted again")
+        }
+    }
+
     /// Whether this store decides purges: the owner, or a store in no family.
     func decidesPurges() throws -> Bool { try family()?.role != .member }
 
@@ -275,7 +302,7 @@ extension Store {
             let pick = try db.prepare("SELECT p.sha256, p.size \(unreferenced) LIMIT ?2")
             let del = try db.prepare("DELETE FROM photos WHERE sha256 = ?")
             while true {
-                let ((n, bytes), _): ((Int, Int64), Double) = try timedWrite {
+                let ((n, bytes, hashes), _): ((Int, Int64, [String]), Double) = try timedWrite {
                     try pick.bind([.int(photoCutoff), .int(Int64(Store.gcPhotoBatch))])
                     var picked: [(String, Int64)] = []
                     while try pick.step() { picked.append((pick.text(0), pick.int64(1))) }
@@ -285,14 +312,17 @@ extension Store {
                         while try del.step() {}
                         del.reset()
                     }
-                    return (picked.count, picked.reduce(0) { $0 + $1.1 })
+                    return (picked.count, picked.reduce(0) { $0 + $1.1 }, picked.map(\.0))
                 }
+                // The store no longer holds them; then their bytes go (never the other way round).
+                try photoFile.remove(hashes)
                 report.photosPurged += n
                 report.photoBytesFreed += bytes
                 if n > 0 { log?("purged \(n) unreferenced photos (\(bytes) bytes)") }
                 if n < Store.gcPhotoBatch { break }
             }
         }
+        if !dryRun { try reconcilePhotoFile(cutoff: photoCutoff, log: log) }
         report.transactions = transactions
         report.longestTransactionMilliseconds = longest
         log?("longest write transaction: \(String(cFormat: "%.1f", report.longestTransactionMilliseconds)) ms over \(report.transactions) transactions")

@@ -35,6 +35,13 @@ final class FrameChannel {
     /// flooding peer cannot make us buffer without bound.
     static let maxReadPerTurn = 8 << 20
 
+    /// Runs when a turn has had nothing to read or write for
+    /// `idleGraceMilliseconds` and is about to wait for the peer: a session
+    /// commits the photos it has staged then, so it never holds the photo
+    /// file's write lock across a wait for the network.
+    var beforeWaiting: (() throws -> Void)?
+    static let idleGraceMilliseconds: Int32 = 5
+
     init(_ tls: TLSConnection, clock: MonotonicClock = .system) {
         self.tls = tls
         self.clock = clock
@@ -100,7 +107,15 @@ final class FrameChannel {
         // Any progress goes back to the session first: it may have more to
         // queue now that the buffer drained, or frames to act on.
         if !frames.isEmpty || peerClosed != nil || progressed { return frames }
-        let rc = tls.link.poll(events: Int16(POLLIN) | ((backlog > 0 || readWantsWrite) ? Int16(POLLOUT) : 0), milliseconds: waitMilliseconds)
+        let events = Int16(POLLIN) | ((backlog > 0 || readWantsWrite) ? Int16(POLLOUT) : 0)
+        var wait = waitMilliseconds
+        if let idle = beforeWaiting, wait > FrameChannel.idleGraceMilliseconds {
+            let rc = tls.link.poll(events: events, milliseconds: FrameChannel.idleGraceMilliseconds)
+            if rc < 0 && errno != EINTR { throw SocketError("poll", address: tls.link.address) }
+            if rc == 0 { try idle() }
+            wait = rc == 0 ? wait - FrameChannel.idleGraceMilliseconds : 0
+        }
+        let rc = tls.link.poll(events: events, milliseconds: wait)
         if rc < 0 && errno != EINTR { throw SocketError("poll", address: tls.link.address) }
         _ = try flush()
         _ = try readAvailable(into: &frames)

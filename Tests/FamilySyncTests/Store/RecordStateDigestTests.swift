@@ -84,7 +84,7 @@ import Testing
         try store.db.execute("""
             UPDATE meta SET value = '\(String(repeating: "f", count: 64))' WHERE key = 'record_digest';
             ALTER TABLE records DROP COLUMN prev_at; ALTER TABLE records DROP COLUMN came_from; ALTER TABLE records DROP COLUMN came_seq;
-            DROP TABLE purge_batches; DROP TABLE seq_clock; PRAGMA user_version = 2
+            DROP TABLE purge_batches; DROP TABLE seq_clock; ALTER TABLE photos ADD COLUMN bytes BLOB; PRAGMA user_version = 2
             """)
         let reopened = try Store(path: store.path)
         #expect(try reopened.db.scalarInt("PRAGMA user_version") == Int64(Schema.currentVersion))
@@ -102,7 +102,7 @@ import Testing
         try store.db.execute("""
             UPDATE records SET line = replace(replace(line, ',"type"', ','||char(13)||'"type"'), '}', char(13)||'}') WHERE id IN ('r-1', 'r-3');
             ALTER TABLE records DROP COLUMN came_from; ALTER TABLE records DROP COLUMN came_seq;
-            PRAGMA user_version = 4
+            ALTER TABLE photos ADD COLUMN bytes BLOB; PRAGMA user_version = 4
             """)
         let crLines = try store.db.scalarInt("SELECT count(*) FROM records WHERE instr(line, char(13)) > 0")
         #expect(crLines == 2)

@@ -164,12 +164,18 @@ enum BundleApplier {
                 // Our own numbering stays above what the writer applied of ours (this store may have been restored).
                 state.written = max(state.written, head.applied)
                 state.wants = head.wants
+                // The part's photos on disk before the part commits and counts them as held.
+                try store.flushStagedPhotos()
                 try store.recordBundlePartInTransaction(h.id, peer: h.from, after: checked.after, upTo: checked.upTo, state: &state, now: now)
                 summary.cursor = state.recv
                 return received
             }
         } catch let e as ProtocolError {
+            store.discardStagedPhotos()
             throw refuse(.malformed, e.message)
+        } catch {
+            store.discardStagedPhotos()
+            throw error
         }
         for w in warnings { emit("warning", [("message", .string(w))]) }
         try FamilyStatement.settle(received, store: store, me: me, peerName: h.from, emit: emit)
