@@ -23,7 +23,8 @@
 # 1000), PEER_SYNC_BENCH_RECORDS (default 100000), PEER_SYNC_BENCH_TRIALS
 # (default 3, at most 3: each trial joins a new member to a family of at
 # most four devices; the two alternate, and the best of each is kept),
-# PEER_SYNC_BENCH_RESUME_RECORDS (default 200000).
+# PEER_SYNC_BENCH_RESUME_RECORDS (default 200000), PEER_SYNC_BENCH_SECTIONS (default
+# "1 2 3 4": which of the four to run; 2 needs 1).
 set -euo pipefail
 bin=${1:?usage: bench/50-peer-sync.sh RELEASE_BIN_DIR}
 here=$(cd "$(dirname "$0")" && pwd)
@@ -42,6 +43,8 @@ cleanup() {
 }
 trap cleanup EXIT
 fixture() { "$py" "$here/peer_sync_fixture.py" "$@"; }
+sections=" ${PEER_SYNC_BENCH_SECTIONS:-1 2 3 4} "
+want() { [[ "$sections" == *" $1 "* ]]; }
 now() { echo "$EPOCHREALTIME"; }
 elapsed() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", b - a }'; }
 min() { awk -v a="$1" -v b="$2" 'BEGIN { print (a == "" || b < a) ? b : a }'; }
@@ -89,6 +92,7 @@ join_timed() {
     took=$(elapsed "$t0" "$(now)")
 }
 
+if want 1; then
 # --- 1. Full sync against a raw TLS 1.3 copy of the same bytes ----------------
 household full "$records" "$photos" 1048576
 # The bytes a full sync carries: every photo and every record line.
@@ -123,7 +127,7 @@ tls_copy() {
 # being flushed, so a slow spell of the machine does not fall on one side only.
 best_sync="" best_tls="" all_sync="" all_tls=""
 for t in $(seq "$trials"); do
-    rm -f "$work/full-member.db" "$work/full-member.db-wal" "$work/full-member.db-shm"
+    rm -f "$work/full-member.db" "$work/full-member.db-wal" "$work/full-member.db-shm" "$work/full-member.db-photos" "$work/full-member.db-photos-journal"
     [ "$t" -gt 1 ] && "$bin/pair-qr" --db "$work/full-owner.db" --ttl 1h --format text -o "$work/full-offer.txt" > "$work/full-offer.json"
     sync
     join_timed full
@@ -141,6 +145,8 @@ awk -v b="$bytes" -v s="$best_sync" -v a="$best_tls" -v p="$photos" -v r="$recor
 }'
 echo "  trials (s): peer-sync$all_sync; raw TLS copy$all_tls"
 
+fi
+if want 2; then
 # --- 2. Incremental sync of 100 changed records ------------------------------
 best_inc="" best_noop=""
 for _ in $(seq "$trials"); do
@@ -163,6 +169,8 @@ awk -v i="$best_inc" -v n="$best_noop" -v r="$records" 'BEGIN {
 }'
 rm -f "$work"/full-*.db* "$work/payload.bin" "$work/received.bin"
 
+fi
+if want 3; then
 # --- 3. Peak RSS with 10,000 photos against 1,000 -----------------------------
 household small 1000 1000 16384
 join_timed small
@@ -175,6 +183,8 @@ awk -v ss="$(cat "$work/small.rss")" -v sj="$(cat "$work/small.join.rss")" -v ls
     printf "  ratio against 1,000 photos: serving side %.2f x, joining side %.2f x (1.00 = independent of library size)\n", ls / ss, lj / sj
 }'
 
+fi
+if want 4; then
 # --- 4. A cut-off first sync goes on where it stopped --------------------------
 resume_records=${PEER_SYNC_BENCH_RESUME_RECORDS:-200000}
 household resume "$resume_records" 1 16384
@@ -220,7 +230,8 @@ for t in $(seq "$trials"); do
     ratios="$ratios $(awk -v a="$t_resumed" -v b="$t_anchor" 'BEGIN { printf "%.2f", a / b }')"
 done
 echo "$ratios" | tr ' ' '\n' | sed '/^$/d' | sort -n | awk -v n="$resume_records" '{ r[NR] = $1 } END {
-    printf "resumed first syncs (%d records, and the earlier trials' anchors): ratio resumed session / ordinary session carrying the same records = %.2f (median; target <= 1.10); each:", n, r[int((NR + 1) / 2)]
+    printf "resumed first syncs (%d records, and the anchors of earlier trials): ratio resumed session / ordinary session carrying the same records = %.2f (median; target <= 1.10); each:", n, r[int((NR + 1) / 2)]
     for (i = 1; i <= NR; i++) printf " %.2f", r[i]
     printf "\n"
 }'
+fi

@@ -89,7 +89,7 @@ import Testing
         let b = try Tools.run("merge-records", ["--db", kid, "--backup", copy])
         #expect(b.status == 0, "\(b.err)")
         #expect(b.json?["photoFile"]?.stringValue == copy + "-photos")
-        #expect(b.json?["photos"]?.intValue == 5)
+        #expect(b.json?.int("photos") == 5)
         try Household.restore(kid, from: copy)
         #expect(try Household.photoCount(kid) == 5)
 
