@@ -164,7 +164,7 @@ enum Household {
     static func fingerprint(_ path: String) throws -> String {
         let s = try Store(path: path)
         let tables: [(String, [String])] = [
-            ("records", ["id", "type", "modified_at", "device_id", "deleted", "line", "seq"]), ("photos", ["sha256", "size", "hex(bytes)"]),
+            ("records", ["id", "type", "modified_at", "device_id", "deleted", "line", "seq"]), ("photos", ["sha256", "size"]),
             ("devices", ["device_id", "role", "revoked_at", "last_addr", "last_synced_at", "sent_seq", "recv_seq"]),
             ("offers", ["nonce", "used_at", "used_by", "closed_at"]), ("secrets", ["name", "hex(value)"]), ("meta", ["key", "value"]), ("proofs", ["jws"]),
         ]
@@ -174,6 +174,11 @@ enum Household {
             while try st.step() { h.update(st.text(0)); h.update([0x0A]) }
             st.reset()
         }
+        // And the photos' bytes, in the photo file beside the store.
+        let files = try Database(path: path + "-photos")
+        let st = try files.prepare("SELECT sha256 || '|' || hex(bytes) FROM photo_bytes ORDER BY 1")
+        while try st.step() { h.update(st.text(0)); h.update([0x0A]) }
+        st.reset()
         return Hex.encode(h.finalize())
     }
 

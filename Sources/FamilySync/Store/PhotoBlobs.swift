@@ -59,11 +59,18 @@ extension Store {
     /// Keeps a received photo, `size` bytes arriving as `chunks`, whose bytes
     /// the caller has already hashed to `sha256` as they arrived (so they are
     /// not hashed twice). The bytes are staged in the photo file and
-    /// committed with the wave's others (`flushStagedPhotos`), when
-    /// `PhotoFile.flushBytes` are staged, or at the session's durable points.
+    /// committed with others (`flushStagedPhotos`): when the wave is
+    /// answered, when `PhotoFile.flushBytes` are staged or the first has
+    /// waited `PhotoFile.stagingLimit` (`flushStagedPhotosIfDue`, each turn
+    /// of the session), and at the session's durable points.
     func keepVerifiedPhoto(_ chunks: [ArraySlice<UInt8>], size: Int, sha256: String, now: Timestamp) throws {
         try keepVerifiedPhotoInTransaction(chunks, size: size, sha256: sha256, now: now)
-        if photoFile.stagedBytes >= PhotoFile.flushBytes { try flushStagedPhotos() }
+        try flushStagedPhotosIfDue()
+    }
+
+    /// Commits the staged photos when they are due (PhotoFile.commitIsDue).
+    func flushStagedPhotosIfDue() throws {
+        if photoFile.commitIsDue { try flushStagedPhotos() }
     }
 
     /// The same, for a bundle's part: staged until the part's transaction

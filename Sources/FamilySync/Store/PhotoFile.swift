@@ -15,8 +15,9 @@ import Glibc
 /// removes them), never a row naming bytes that are not here.
 ///
 /// Received photos are staged in one open transaction of this file and
-/// committed together (a wave, at most `flushBytes` of them, or at a durable
-/// point): one commit's fsyncs for many photos, not three for each. Not
+/// committed together (a wave, at most `flushBytes` of them, at most
+/// `stagingLimit` after the first, or at a durable point): one commit's
+/// fsyncs and journalled index pages for many photos, not for each. Not
 /// Sendable: one per Store connection.
 final class PhotoFile {
     /// The file's name is the store's with this after it.
@@ -25,6 +26,11 @@ final class PhotoFile {
     /// the wave to end: bounds what a crash makes a session fetch again and
     /// how long the file's write lock is held.
     static let flushBytes = 32 << 20
+    /// How long a session keeps photos staged, and so the file's write lock,
+    /// before it commits them: another process adding a photo meanwhile
+    /// waits about this long, never its whole busy timeout, however slow the
+    /// link the photos come over.
+    static let stagingLimit = TimeSpan(milliseconds: 250)
     /// Tells a photo file from a store and from anything else ("FSPH").
     static let applicationID: Int32 = 0x4653_5048
 
@@ -37,6 +43,8 @@ final class PhotoFile {
     private(set) var staged: [StagedPhoto] = []
     private var stagedHashes: Set<String> = []
     private(set) var stagedBytes = 0
+    /// When what is staged is due to be committed (`stagingLimit` after the first).
+    private(set) var commitDue: Deadline?
 
     struct StagedPhoto {
         var sha256: String
@@ -92,6 +100,8 @@ final class PhotoFile {
     }
 
     var hasStaged: Bool { !staged.isEmpty }
+    /// Whether staged photos have waited `stagingLimit` or `flushBytes` are staged.
+    var commitIsDue: Bool { stagedBytes >= PhotoFile.flushBytes || (commitDue?.hasPassed ?? false) }
     func isStaged(_ sha256: String) -> Bool { stagedHashes.contains(sha256) }
 
     /// Puts a photo's bytes (`size` of them, as `chunks`) into the open
@@ -100,7 +110,10 @@ final class PhotoFile {
     /// before it is written and written once.
     func stage(_ chunks: [ArraySlice<UInt8>], size: Int, sha256: String, addedAt: Int64) throws {
         guard !stagedHashes.contains(sha256) else { return }
-        if sqlite3_get_autocommit(db.handle) != 0 { try db.execute("BEGIN IMMEDIATE") }
+        if sqlite3_get_autocommit(db.handle) != 0 {
+            try db.execute("BEGIN IMMEDIATE")
+            commitDue = Deadline(after: PhotoFile.stagingLimit)
+        }
         var bytes = [UInt8]()
         bytes.reserveCapacity(size)
         for c in chunks { bytes.append(contentsOf: c) }
@@ -125,6 +138,7 @@ final class PhotoFile {
         staged = []
         stagedHashes = []
         stagedBytes = 0
+        commitDue = nil
         return done
     }
 
@@ -134,6 +148,7 @@ final class PhotoFile {
         staged = []
         stagedHashes = []
         stagedBytes = 0
+        commitDue = nil
     }
 
     /// The row and size of a photo's bytes, for reading them in chunks.

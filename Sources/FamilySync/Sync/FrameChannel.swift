@@ -35,12 +35,10 @@ final class FrameChannel {
     /// flooding peer cannot make us buffer without bound.
     static let maxReadPerTurn = 8 << 20
 
-    /// Runs when a turn has had nothing to read or write for
-    /// `idleGraceMilliseconds` and is about to wait for the peer: a session
-    /// commits the photos it has staged then, so it never holds the photo
-    /// file's write lock across a wait for the network.
-    var beforeWaiting: (() throws -> Void)?
-    static let idleGraceMilliseconds: Int32 = 5
+    /// Runs at the start of every turn: a session commits there the photos
+    /// it has staged once they are due, so the photo file's write lock is
+    /// not held long while the peer is slow or silent.
+    var eachTurn: (() throws -> Void)?
 
     init(_ tls: TLSConnection, clock: MonotonicClock = .system) {
         self.tls = tls
@@ -101,21 +99,14 @@ final class FrameChannel {
     /// arrived, and if neither made progress wait up to `waitMilliseconds` for
     /// either. Returns the complete frames received.
     func turn(waitMilliseconds: Int32) throws -> [Frame] {
+        try eachTurn?()
         var frames: [Frame] = []
         var progressed = try flush()
         progressed = try readAvailable(into: &frames) || progressed
         // Any progress goes back to the session first: it may have more to
         // queue now that the buffer drained, or frames to act on.
         if !frames.isEmpty || peerClosed != nil || progressed { return frames }
-        let events = Int16(POLLIN) | ((backlog > 0 || readWantsWrite) ? Int16(POLLOUT) : 0)
-        var wait = waitMilliseconds
-        if let idle = beforeWaiting, wait > FrameChannel.idleGraceMilliseconds {
-            let rc = tls.link.poll(events: events, milliseconds: FrameChannel.idleGraceMilliseconds)
-            if rc < 0 && errno != EINTR { throw SocketError("poll", address: tls.link.address) }
-            if rc == 0 { try idle() }
-            wait = rc == 0 ? wait - FrameChannel.idleGraceMilliseconds : 0
-        }
-        let rc = tls.link.poll(events: events, milliseconds: wait)
+        let rc = tls.link.poll(events: Int16(POLLIN) | ((backlog > 0 || readWantsWrite) ? Int16(POLLOUT) : 0), milliseconds: waitMilliseconds)
         if rc < 0 && errno != EINTR { throw SocketError("poll", address: tls.link.address) }
         _ = try flush()
         _ = try readAvailable(into: &frames)

@@ -154,11 +154,11 @@ final class SyncSession {
         // connection does them itself, less often than usual.
         let checkpointer = store.startBackgroundCheckpointer()
         let checkpointBefore = checkpointer == nil ? try store.raiseAutoCheckpoint(bytes: SyncLimits.sessionCheckpointBytes) : nil
-        // Photos received are staged and committed together, but never held across a wait for the peer.
+        // Photos received are staged and committed together, never kept staged for long.
         let store = self.store
-        channel.beforeWaiting = { try store.flushStagedPhotos() }
+        channel.eachTurn = { try store.flushStagedPhotosIfDue() }
         defer {
-            channel.beforeWaiting = nil
+            channel.eachTurn = nil
             checkpointer?.stop()
             if let checkpointBefore { try? store.restoreAutoCheckpoint(pages: checkpointBefore) }
         }
