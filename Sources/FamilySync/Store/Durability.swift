@@ -19,6 +19,7 @@ extension Store {
     /// exiting 0. The store must not be used after.
     public func close() throws {
         try flushStagedPhotos()
+        try stopPhotoWriter()
         try photoFile.close()
         try db.close()
     }

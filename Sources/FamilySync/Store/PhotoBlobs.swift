@@ -58,19 +58,18 @@ extension Store {
 
     /// Keeps a received photo, `size` bytes arriving as `chunks`, whose bytes
     /// the caller has already hashed to `sha256` as they arrived (so they are
-    /// not hashed twice). The bytes are staged in the photo file and
-    /// committed with others (`flushStagedPhotos`): when the wave is
-    /// answered, when `PhotoFile.flushBytes` are staged or the first has
-    /// waited `PhotoFile.stagingLimit` (`flushStagedPhotosIfDue`, each turn
-    /// of the session), and at the session's durable points.
+    /// not hashed twice). In a session the bytes go to its writer (or, with
+    /// none, are staged here); they count as held once on disk: what the
+    /// writer has written is recorded at each turn of the session
+    /// (`flushStagedPhotosIfDue`), and everything at its durable points.
     func keepVerifiedPhoto(_ chunks: [ArraySlice<UInt8>], size: Int, sha256: String, now: Timestamp) throws {
-        try keepVerifiedPhotoInTransaction(chunks, size: size, sha256: sha256, now: now)
+        if let w = photoWriter {
+            precondition(chunks.reduce(0) { $0 + $1.count } == size, "photo chunks do not add up to its size")
+            if try !hasPhoto(sha256) { try w.submit(chunks, size: size, sha256: sha256, addedAt: now.milliseconds) }
+        } else {
+            try keepVerifiedPhotoInTransaction(chunks, size: size, sha256: sha256, now: now)
+        }
         try flushStagedPhotosIfDue()
-    }
-
-    /// Commits the staged photos when they are due (PhotoFile.commitIsDue).
-    func flushStagedPhotosIfDue() throws {
-        if photoFile.commitIsDue { try flushStagedPhotos() }
     }
 
     /// The same, for a bundle's part: staged until the part's transaction

@@ -15,10 +15,10 @@ import Glibc
 /// removes them), never a row naming bytes that are not here.
 ///
 /// Received photos are staged in one open transaction of this file and
-/// committed together (a wave, at most `flushBytes` of them, at most
-/// `stagingLimit` after the first, or at a durable point): one commit's
-/// fsyncs and journalled index pages for many photos, not for each. Not
-/// Sendable: one per Store connection.
+/// committed together (at most `flushBytes` of them, at most `stagingLimit`
+/// after the first, or at a durable point): one commit's fsyncs and
+/// journalled index pages for many photos, not for each. Not Sendable: one
+/// per Store connection, and one for a session's writer (PhotoWriter.swift).
 final class PhotoFile {
     /// The file's name is the store's with this after it.
     static let suffix = "-photos"
@@ -30,7 +30,7 @@ final class PhotoFile {
     /// before it commits them: another process adding a photo meanwhile
     /// waits about this long, never its whole busy timeout, however slow the
     /// link the photos come over.
-    static let stagingLimit = TimeSpan(milliseconds: 250)
+    static let stagingLimit = TimeSpan(milliseconds: 1000)
     /// Tells a photo file from a store and from anything else ("FSPH").
     static let applicationID: Int32 = 0x4653_5048
 

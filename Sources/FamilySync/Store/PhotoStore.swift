@@ -32,11 +32,37 @@ extension Store {
         return true
     }
 
-    /// Commits the photos staged in the photo file (on disk when it returns),
+    /// Puts on disk every photo staged or handed to the session's writer,
     /// then records them as held: in the caller's transaction when one is
     /// open, else in one of their own.
     func flushStagedPhotos() throws {
-        let done = try photoFile.commitStaged()
+        if let w = photoWriter { try recordHeld(try w.drain()) }
+        try recordHeld(try photoFile.commitStaged())
+    }
+
+    /// Records as held the photos whose bytes are on disk now: all of the
+    /// writer's so far without waiting for it, and what is staged here once
+    /// it is due (PhotoFile.commitIsDue).
+    func flushStagedPhotosIfDue() throws {
+        if let w = photoWriter { try recordHeld(try w.takeWritten()) }
+        if photoFile.commitIsDue { try recordHeld(try photoFile.commitStaged()) }
+    }
+
+    /// Starts a session's writer of received photos (PhotoWriter.swift).
+    func startPhotoWriter() throws {
+        guard photoWriter == nil else { return }
+        photoWriter = try PhotoWriter.start(storePath: path)
+    }
+
+    /// Ends the session's writer, recording as held what it put on disk.
+    func stopPhotoWriter() throws {
+        guard let w = photoWriter else { return }
+        photoWriter = nil
+        try recordHeld(w.stop())
+    }
+
+    /// Rows for photos whose bytes are on disk in the photo file.
+    private func recordHeld(_ done: [PhotoFile.StagedPhoto]) throws {
         guard !done.isEmpty else { return }
         let insert = {
             for p in done {
@@ -47,7 +73,7 @@ extension Store {
         if sqlite3_get_autocommit(db.handle) == 0 { try insert() } else { try write(insert) }
     }
 
-    /// Drops the photos staged and not yet committed.
+    /// Drops the photos staged here and not yet committed.
     func discardStagedPhotos() {
         photoFile.discardStaged()
     }
@@ -81,9 +107,11 @@ extension Store {
         Int(try db.scalarInt("SELECT count(*) FROM photos") ?? 0)
     }
 
-    /// Whether the store holds the photo, or has it staged to be held.
+    /// Whether the store holds the photo, or has it on its way to be held
+    /// (staged, or handed to the session's writer).
     public func hasPhoto(_ sha256: String) throws -> Bool {
-        try photoFile.isStaged(sha256) || db.scalarInt("SELECT 1 FROM photos WHERE sha256 = ?", [.text(sha256)]) != nil
+        if photoFile.isStaged(sha256) || photoWriter?.pending.contains(sha256) == true { return true }
+        return try db.scalarInt("SELECT 1 FROM photos WHERE sha256 = ?", [.text(sha256)]) != nil
     }
 
     /// Photos that live records name but this store does not hold yet.

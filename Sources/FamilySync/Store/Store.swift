@@ -11,6 +11,8 @@ public final class Store {
     public let db: Database
     /// The photos' bytes, in their own file beside the store.
     let photoFile: PhotoFile
+    /// A session's writer of received photos, while one runs (PhotoWriter.swift).
+    var photoWriter: PhotoWriter?
 
     /// The page size of a new store and of its photo file. Photos are
     /// megabyte blobs, and with 4 KiB pages each one is hundreds of overflow

@@ -35,9 +35,8 @@ final class FrameChannel {
     /// flooding peer cannot make us buffer without bound.
     static let maxReadPerTurn = 8 << 20
 
-    /// Runs at the start of every turn: a session commits there the photos
-    /// it has staged once they are due, so the photo file's write lock is
-    /// not held long while the peer is slow or silent.
+    /// Runs at the start of every turn: a session records there as held the
+    /// photos its writer has put on disk since the last turn.
     var eachTurn: (() throws -> Void)?
 
     init(_ tls: TLSConnection, clock: MonotonicClock = .system) {

@@ -154,14 +154,16 @@ final class SyncSession {
         // connection does them itself, less often than usual.
         let checkpointer = store.startBackgroundCheckpointer()
         let checkpointBefore = checkpointer == nil ? try store.raiseAutoCheckpoint(bytes: SyncLimits.sessionCheckpointBytes) : nil
-        // Photos received are staged and committed together, never kept staged for long.
         let store = self.store
-        channel.eachTurn = { try store.flushStagedPhotosIfDue() }
         defer {
             channel.eachTurn = nil
+            try? store.stopPhotoWriter()
             checkpointer?.stop()
             if let checkpointBefore { try? store.restoreAutoCheckpoint(pages: checkpointBefore) }
         }
+        // Photos received go to disk on a writer thread; each turn records as held what it has written.
+        try store.startPhotoWriter()
+        channel.eachTurn = { try store.flushStagedPhotosIfDue() }
         do {
             // Durability: the session's commits are not synced one by one; it
             // syncs before its DONE and after moving its cursors (Durability.swift).

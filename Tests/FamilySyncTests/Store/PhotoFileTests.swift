@@ -68,6 +68,31 @@ import Testing
         #expect(try other.photo(hash) == bytes)
     }
 
+    /// A session's writer: a photo handed to it is on its way (this
+    /// connection does not ask for it again) but not held for another
+    /// connection until it is on disk; another connection adding a photo
+    /// meanwhile waits for the writer's commit, it does not fail; and a
+    /// drain puts everything on disk.
+    @Test func aWritersPhotosAreHeldOnceOnDiskAndAnotherWriterGetsIn() throws {
+        let (s, dir) = try RT.store()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        try s.startPhotoWriter()
+        let a = Self.photo(30, size: 200_000), ha = Hex.encode(SHA256.hash(a))
+        try s.keepVerifiedPhoto([a[..<1000], a[1000...]], size: a.count, sha256: ha, now: Self.t0)
+        #expect(try s.hasPhoto(ha))
+        let other = try Store(path: s.path)
+        let b = Self.photo(31, size: 1_000)
+        let hb = try other.addPhoto(b, now: Self.t0)
+        #expect(try other.photo(hb) == b)
+        try s.flushStagedPhotos()
+        #expect(try other.photo(ha) == a)
+        let c = Self.photo(32, size: 3_000), hc = Hex.encode(SHA256.hash(c))
+        try s.keepVerifiedPhoto([c[...]], size: c.count, sha256: hc, now: Self.t0)
+        try s.stopPhotoWriter()
+        #expect(try other.photo(hc) == c)
+        #expect(try other.photoCount() == 3)
+    }
+
     /// A store of version 8 kept photo bytes in its own `photos` table: opened,
     /// they move to the photo file, the column goes, and nothing is lost,
     /// also when an earlier attempt had already copied some of them.
