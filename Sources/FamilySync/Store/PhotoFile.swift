@@ -66,13 +66,17 @@ final class PhotoFile {
             made = true
         }
         do {
-            db = try Database(path: path, flags: SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX)
+            // A photo file this user may read but not write (a read-only store) is
+            // opened for reading: what only reads works, and a write says read-only.
+            let writable = access(path, W_OK) == 0 || errno != EACCES
+            db = try Database(path: path, flags: (writable ? SQLITE_OPEN_READWRITE : SQLITE_OPEN_READONLY) | SQLITE_OPEN_NOMUTEX)
             let app = Int32(truncatingIfNeeded: try db.scalarInt("PRAGMA application_id") ?? 0)
             if app != PhotoFile.applicationID {
                 guard app == 0, try db.scalarInt("SELECT count(*) FROM sqlite_schema") == 0 else {
                     throw StoreError(.notAStore, path: path, detail: "an SQLite database of something else where the store's photo file goes")
                 }
             }
+            guard writable else { return }
             // PERSIST: a commit zeroes the journal's header (synced), so no
             // unlink has to reach the disk with the folder for it to hold.
             try db.execute("""

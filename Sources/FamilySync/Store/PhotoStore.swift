@@ -78,9 +78,23 @@ extension Store {
         photoFile.discardStaged()
     }
 
-    /// Reads the file at `path` and keeps its bytes; returns the hash and size.
-    /// A missing file is `noInput`; a file over `maxPhotoBytes` is bad data.
-    public func addPhotoFile(_ path: String, now: Timestamp) throws -> (sha256: String, size: Int) {
+    /// Keeps the photos in the files at `paths`, all or none: each file's
+    /// bytes are staged, then all go to disk together and count as held in
+    /// one transaction. A missing file is `noInput`; a file over
+    /// `maxPhotoBytes` is bad data; either keeps none of them.
+    public func addPhotoFiles(_ paths: [String], now: Timestamp) throws -> [(sha256: String, size: Int)] {
+        do {
+            let added = try paths.map { try stagePhotoFile($0, now: now) }
+            try write { try flushStagedPhotos() }
+            return added
+        } catch {
+            discardStagedPhotos()
+            throw error
+        }
+    }
+
+    /// Reads the file at `path` and stages its bytes; returns the hash and size.
+    private func stagePhotoFile(_ path: String, now: Timestamp) throws -> (sha256: String, size: Int) {
         var st = stat()
         guard stat(path, &st) == 0 else {
             let e = errno
@@ -95,7 +109,9 @@ extension Store {
         guard bytes.count <= Store.maxPhotoBytes else {
             throw StoreError(.photoTooLarge, path: path, limit: Store.maxPhotoBytes, size: bytes.count)
         }
-        return (try addPhoto(bytes, now: now), bytes.count)
+        let hash = Hex.encode(SHA256.hash(bytes))
+        if try !hasPhoto(hash) { try photoFile.stage([bytes[...]], size: bytes.count, sha256: hash, addedAt: now.milliseconds) }
+        return (hash, bytes.count)
     }
 
     public func photo(_ sha256: String) throws -> [UInt8]? {

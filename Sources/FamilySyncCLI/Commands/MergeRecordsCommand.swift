@@ -278,7 +278,7 @@ public enum MergeRecordsCommand {
     static func runAddPhotos(_ ctx: ToolContext, _ files: [String]) throws -> ExitStatus {
         Interruption.whatIsKept("no photo of this run was added; the store is as it was")
         let store = try ctx.store()
-        let added = try store.write { try files.map { f in (f, try store.addPhotoFile(f, now: ctx.now)) } }
+        let added = zip(files, try store.addPhotoFiles(files, now: ctx.now))
         for (f, (hash, size)) in added {
             try ctx.out.writeLine(.object([("file", .string(f)), ("sha256", .string(hash)), ("size", .int(size))]))
         }
