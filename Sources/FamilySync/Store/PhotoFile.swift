@@ -31,6 +31,10 @@ final class PhotoFile {
     /// waits about this long, never its whole busy timeout, however slow the
     /// link the photos come over.
     static let stagingLimit = TimeSpan(milliseconds: 1000)
+    /// Each connection's page cache, in KiB: photo pages are written once
+    /// and seldom read again soon, so a small cache costs nothing, and a
+    /// session runs two connections to this file.
+    static let cacheKiB = 512
     /// Tells a photo file from a store and from anything else ("FSPH").
     static let applicationID: Int32 = 0x4653_5048
 
@@ -81,7 +85,7 @@ final class PhotoFile {
             // unlink has to reach the disk with the folder for it to hold.
             try db.execute("""
                 PRAGMA page_size = \(Store.pageSize); PRAGMA journal_mode = PERSIST;
-                PRAGMA secure_delete = ON; PRAGMA synchronous = FULL;
+                PRAGMA secure_delete = ON; PRAGMA synchronous = FULL; PRAGMA cache_size = -\(PhotoFile.cacheKiB);
                 """)
             // Written only when missing: a session may hold the file's write
             // lock while it stages a wave, and opening must not wait for it.

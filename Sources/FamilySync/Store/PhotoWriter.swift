@@ -17,7 +17,7 @@ import Glibc
 final class PhotoWriter: @unchecked Sendable {
     /// Photo bytes handed over and not yet in the writer's transaction after
     /// which `submit` waits: bounds what the queue adds to memory.
-    static let queueBytes = 16 << 20
+    static let queueBytes = 2 << 20
 
     private struct Item {
         var sha256: String
