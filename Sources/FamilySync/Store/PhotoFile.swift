@@ -87,8 +87,8 @@ final class PhotoFile {
                 PRAGMA page_size = \(Store.pageSize); PRAGMA journal_mode = PERSIST;
                 PRAGMA secure_delete = ON; PRAGMA synchronous = FULL; PRAGMA cache_size = -\(PhotoFile.cacheKiB);
                 """)
-            // Written only when missing: a session may hold the file's write
-            // lock while it stages a wave, and opening must not wait for it.
+            // Written only when missing: a session's writer may hold the file's
+            // write lock while it stages photos, and opening must not wait for it.
             if try db.scalarInt("SELECT count(*) FROM sqlite_schema WHERE name = 'photo_bytes'") == 0 {
               try db.transaction {
                 try db.execute("""
@@ -113,28 +113,40 @@ final class PhotoFile {
     func isStaged(_ sha256: String) -> Bool { stagedHashes.contains(sha256) }
 
     /// Puts a photo's bytes (`size` of them, as `chunks`) into the open
-    /// transaction, opening one when none is. They are copied once, into one
-    /// buffer bound without a copy of SQLite's, so each page is filled
-    /// before it is written and written once.
+    /// transaction, opening one when none is: joined into one buffer first.
     func stage(_ chunks: [ArraySlice<UInt8>], size: Int, sha256: String, addedAt: Int64) throws {
+        guard !stagedHashes.contains(sha256) else { return }
+        try stage(PhotoFile.joined(chunks, size: size), sha256: sha256, addedAt: addedAt)
+    }
+
+    static func joined(_ chunks: [ArraySlice<UInt8>], size: Int) -> [UInt8] {
+        var bytes = [UInt8]()
+        bytes.reserveCapacity(size)
+        for c in chunks { bytes.append(contentsOf: c) }
+        return bytes
+    }
+
+    /// The same, for bytes already in one buffer, which SQLite reads where
+    /// they are (bound without a copy of its own): each page is filled
+    /// before it is written, and written once.
+    func stage(_ bytes: [UInt8], sha256: String, addedAt: Int64) throws {
         guard !stagedHashes.contains(sha256) else { return }
         if sqlite3_get_autocommit(db.handle) != 0 {
             try db.execute("BEGIN IMMEDIATE")
             commitDue = Deadline(after: PhotoFile.stagingLimit)
         }
-        var bytes = [UInt8]()
-        bytes.reserveCapacity(size)
-        for c in chunks { bytes.append(contentsOf: c) }
         let s = try db.prepare("INSERT OR IGNORE INTO photo_bytes (sha256, added_at, bytes) VALUES (?, ?, ?)")
         try s.bind([.text(sha256), .int(addedAt)])
         defer { sqlite3_clear_bindings(s.stmt); s.reset() }
-        // SQLITE_STATIC (nil): SQLite reads the bytes where they are, within this step.
-        let rc = bytes.withUnsafeBytes { sqlite3_bind_blob64(s.stmt, 3, $0.baseAddress ?? UnsafeRawPointer(bitPattern: 1), sqlite3_uint64($0.count), nil) }
-        _ = try db.check(rc, "binding a photo's bytes")
-        while try s.step() {}
-        staged.append(StagedPhoto(sha256: sha256, size: size, addedAt: addedAt))
+        // SQLITE_STATIC (nil): the pointer is good only inside the closure, so the step runs there too.
+        try bytes.withUnsafeBytes { buf in
+            let rc = sqlite3_bind_blob64(s.stmt, 3, buf.baseAddress ?? UnsafeRawPointer(bitPattern: 1), sqlite3_uint64(buf.count), nil)
+            _ = try db.check(rc, "binding a photo's bytes")
+            while try s.step() {}
+        }
+        staged.append(StagedPhoto(sha256: sha256, size: bytes.count, addedAt: addedAt))
         stagedHashes.insert(sha256)
-        stagedBytes += size
+        stagedBytes += bytes.count
     }
 
     /// Commits what is staged (on disk when this returns: `synchronous =

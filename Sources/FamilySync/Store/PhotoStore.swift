@@ -19,7 +19,7 @@ extension Store {
         }
         let hash = Hex.encode(SHA256.hash(bytes))
         if try hasPhoto(hash) { return hash }
-        try photoFile.stage([bytes[...]], size: bytes.count, sha256: hash, addedAt: now.milliseconds)
+        try photoFile.stage(bytes, sha256: hash, addedAt: now.milliseconds)
         try flushStagedPhotos()
         return hash
     }
@@ -110,7 +110,7 @@ extension Store {
             throw StoreError(.photoTooLarge, path: path, limit: Store.maxPhotoBytes, size: bytes.count)
         }
         let hash = Hex.encode(SHA256.hash(bytes))
-        if try !hasPhoto(hash) { try photoFile.stage([bytes[...]], size: bytes.count, sha256: hash, addedAt: now.milliseconds) }
+        if try !hasPhoto(hash) { try photoFile.stage(bytes, sha256: hash, addedAt: now.milliseconds) }
         return (hash, bytes.count)
     }
 

@@ -58,9 +58,7 @@ final class PhotoWriter: @unchecked Sendable {
     /// the writer's failure, if it had one.
     func submit(_ chunks: [ArraySlice<UInt8>], size: Int, sha256: String, addedAt: Int64) throws {
         guard !pending.contains(sha256) else { return }
-        var bytes = [UInt8]()
-        bytes.reserveCapacity(size)
-        for c in chunks { bytes.append(contentsOf: c) }
+        let bytes = PhotoFile.joined(chunks, size: size)
         condition.lock()
         defer { condition.unlock() }
         while queuedBytes > 0 && queuedBytes + size > PhotoWriter.queueBytes && failure == nil { condition.wait() }
@@ -119,7 +117,7 @@ final class PhotoWriter: @unchecked Sendable {
                 condition.unlock()
                 var error: (any Error)?
                 do {
-                    try file.stage([item.bytes[...]], size: item.bytes.count, sha256: item.sha256, addedAt: item.addedAt)
+                    try file.stage(item.bytes, sha256: item.sha256, addedAt: item.addedAt)
                 } catch let e { error = e }
                 condition.lock()
                 queuedBytes -= item.bytes.count

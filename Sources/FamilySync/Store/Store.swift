@@ -292,7 +292,7 @@ public final class Store {
                 let h = s.text(1)
                 if try photoFile.has(h) { continue }
                 let bytes = s.blob(3)
-                try photoFile.stage([bytes[...]], size: bytes.count, sha256: h, addedAt: s.int64(2))
+                try photoFile.stage(bytes, sha256: h, addedAt: s.int64(2))
             }
             s.reset()
             _ = try photoFile.commitStaged()
