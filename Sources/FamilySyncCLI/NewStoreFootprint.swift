@@ -28,7 +28,7 @@ struct NewStoreFootprint {
     /// Removes the store's files and the folders made for it (only while empty).
     func remove() {
         guard !existedBefore else { return }
-        for suffix in ["-wal", "-shm", "-journal", "-photos-journal", "-photos", ""] { _ = unlink(path + suffix) }
+        for suffix in Store.companionSuffixes + [""] { _ = unlink(path + suffix) }
         for dir in missingFolders where rmdir(dir) != 0 { break }
     }
 }

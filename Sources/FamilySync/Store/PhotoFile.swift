@@ -120,6 +120,7 @@ final class PhotoFile {
     }
 
     static func joined(_ chunks: [ArraySlice<UInt8>], size: Int) -> [UInt8] {
+        precondition(chunks.reduce(0) { $0 + $1.count } == size, "photo chunks do not add up to its size")
         var bytes = [UInt8]()
         bytes.reserveCapacity(size)
         for c in chunks { bytes.append(contentsOf: c) }
@@ -154,17 +155,17 @@ final class PhotoFile {
     func commitStaged() throws -> [StagedPhoto] {
         guard !staged.isEmpty else { return [] }
         try db.execute("COMMIT")
-        let done = staged
-        staged = []
-        stagedHashes = []
-        stagedBytes = 0
-        commitDue = nil
-        return done
+        defer { clearStaged() }
+        return staged
     }
 
     /// Drops what is staged (a bundle part that is refused keeps nothing).
     func discardStaged() {
         if sqlite3_get_autocommit(db.handle) == 0 { try? db.execute("ROLLBACK") }
+        clearStaged()
+    }
+
+    private func clearStaged() {
         staged = []
         stagedHashes = []
         stagedBytes = 0

@@ -14,13 +14,19 @@ extension Store {
     /// caller's transaction when there is one).
     @discardableResult
     public func addPhoto(_ bytes: [UInt8], now: Timestamp) throws -> String {
+        let hash = try stagePhoto(bytes, now: now)
+        try flushStagedPhotos()
+        return hash
+    }
+
+    /// Stages `bytes` in the photo file unless the store holds them already;
+    /// returns their lowercase SHA-256 hex.
+    private func stagePhoto(_ bytes: [UInt8], now: Timestamp, path: String = "") throws -> String {
         guard bytes.count <= Store.maxPhotoBytes else {
-            throw StoreError(.photoTooLarge, limit: Store.maxPhotoBytes, size: bytes.count)
+            throw StoreError(.photoTooLarge, path: path, limit: Store.maxPhotoBytes, size: bytes.count)
         }
         let hash = Hex.encode(SHA256.hash(bytes))
-        if try hasPhoto(hash) { return hash }
-        try photoFile.stage(bytes, sha256: hash, addedAt: now.milliseconds)
-        try flushStagedPhotos()
+        if try !hasPhoto(hash) { try photoFile.stage(bytes, sha256: hash, addedAt: now.milliseconds) }
         return hash
     }
 
@@ -106,12 +112,7 @@ extension Store {
         }
         guard let data = FileManager.default.contents(atPath: path) else { throw FileError(.unreadable, path: path) }
         let bytes = [UInt8](data)
-        guard bytes.count <= Store.maxPhotoBytes else {
-            throw StoreError(.photoTooLarge, path: path, limit: Store.maxPhotoBytes, size: bytes.count)
-        }
-        let hash = Hex.encode(SHA256.hash(bytes))
-        if try !hasPhoto(hash) { try photoFile.stage(bytes, sha256: hash, addedAt: now.milliseconds) }
-        return (hash, bytes.count)
+        return (try stagePhoto(bytes, now: now, path: path), bytes.count)
     }
 
     public func photo(_ sha256: String) throws -> [UInt8]? {

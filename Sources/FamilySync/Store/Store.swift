@@ -49,8 +49,7 @@ public final class Store {
             }
         }
         do { photoFile = try PhotoFile(storePath: path) } catch { try? db.close(); throw error }
-        let before = Int32(try db.scalarInt("PRAGMA user_version") ?? 0)
-        try migrate()
+        let before = try migrate()
         if photoFile.made, before >= Schema.photoFileVersion {
             // The photo file was not there (a store put back without it): the
             // photos it held are wanted again, not taken for held.
@@ -80,6 +79,13 @@ public final class Store {
     /// by others (a file touched or copied into place) and set to 0600 before
     /// anything was read or written; a tool says so on stderr.
     public private(set) var looserModeFixed: mode_t?
+
+    /// The files a store may have beside it, each its path with this after
+    /// it: SQLite's log, its index and a journal, the photo file and its journal.
+    public static let companionSuffixes = ["-wal", "-shm", "-journal", PhotoFile.suffix, PhotoFile.suffix + "-journal"]
+
+    /// The photo file beside the store, which holds the photos' bytes.
+    public var photoFilePath: String { photoFile.path }
 
     /// How many photos the store took for held when opened, whose photo file
     /// was missing: they are wanted again (a tool says so on stderr).
@@ -234,7 +240,7 @@ public final class Store {
     /// store holds the family's keys). Returns the mode found, when it was looser.
     private static func tightenMode(path: String) -> mode_t? {
         var found: mode_t?
-        for suffix in ["", "-wal", "-shm", PhotoFile.suffix, PhotoFile.suffix + "-journal"] {
+        for suffix in [""] + Store.companionSuffixes {
             var st = stat()
             guard stat(path + suffix, &st) == 0, st.st_mode & S_IFMT == S_IFREG, st.st_mode & 0o077 != 0 else { continue }
             if chmod(path + suffix, 0o600) == 0, suffix.isEmpty { found = st.st_mode & 0o7777 }
@@ -242,9 +248,10 @@ public final class Store {
         return found
     }
 
-    private func migrate() throws {
+    /// Brings the store to the current schema; returns the version it found.
+    private func migrate() throws -> Int32 {
         let version = Int32(try db.scalarInt("PRAGMA user_version") ?? 0)
-        if version == Schema.currentVersion { return }
+        if version == Schema.currentVersion { return version }
         if version > 0, version < Schema.photoFileVersion { try copyPhotoBytesOut() }
         try db.transaction {
             // Re-read inside the write lock: another process may have migrated meanwhile.
@@ -275,6 +282,7 @@ public final class Store {
            let free = try db.scalarInt("PRAGMA freelist_count"), let page = try db.scalarInt("PRAGMA page_size"), free * page > 64 << 20 {
             try? db.execute("VACUUM")
         }
+        return version
     }
 
     /// Before version 9 drops the bytes from `photos`: copies them into the

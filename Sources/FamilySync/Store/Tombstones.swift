@@ -87,7 +87,7 @@ extension Store {
         while true {
             let page = try photoFile.page(after: after, limit: 512)
             for p in page where p.addedAt < cutoff {
-                if try db.scalarInt("SELECT 1 FROM photos WHERE sha256 = ?", [.text(p.sha256)]) == nil { orphans.append(p.sha256) }
+                if try !hasPhoto(p.sha256) { orphans.append(p.sha256) }
             }
             guard let last = page.last else { break }
             after = last.sha256
@@ -302,7 +302,7 @@ extension Store {
             let pick = try db.prepare("SELECT p.sha256, p.size \(unreferenced) LIMIT ?2")
             let del = try db.prepare("DELETE FROM photos WHERE sha256 = ?")
             while true {
-                let ((n, bytes, hashes), _): ((Int, Int64, [String]), Double) = try timedWrite {
+                let ((bytes, hashes), _): ((Int64, [String]), Double) = try timedWrite {
                     try pick.bind([.int(photoCutoff), .int(Int64(Store.gcPhotoBatch))])
                     var picked: [(String, Int64)] = []
                     while try pick.step() { picked.append((pick.text(0), pick.int64(1))) }
@@ -312,10 +312,11 @@ extension Store {
                         while try del.step() {}
                         del.reset()
                     }
-                    return (picked.count, picked.reduce(0) { $0 + $1.1 }, picked.map(\.0))
+                    return (picked.reduce(0) { $0 + $1.1 }, picked.map(\.0))
                 }
                 // The store no longer holds them; then their bytes go (never the other way round).
                 try photoFile.remove(hashes)
+                let n = hashes.count
                 report.photosPurged += n
                 report.photoBytesFreed += bytes
                 if n > 0 { log?("purged \(n) unreferenced photos (\(bytes) bytes)") }

@@ -71,8 +71,6 @@ final class PhotoWaves {
     /// wave is due (the last is unanswered, or nothing new is wanted yet).
     func nextWave(recordsComplete: Bool) throws -> [String]? {
         guard !finished, outstanding.isEmpty else { return nil }
-        // The last wave is answered: what of it is on disk counts as held.
-        try store.flushStagedPhotosIfDue()
         if !recordsSinceExhausted && !recordsComplete { return nil }
         var next: [String] = []
         let origin = cursor

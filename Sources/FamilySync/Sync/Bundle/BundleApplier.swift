@@ -170,11 +170,10 @@ enum BundleApplier {
                 summary.cursor = state.recv
                 return received
             }
-        } catch let e as ProtocolError {
-            store.discardStagedPhotos()
-            throw refuse(.malformed, e.message)
         } catch {
+            // A refused part keeps none of its photos either.
             store.discardStagedPhotos()
+            if let e = error as? ProtocolError { throw refuse(.malformed, e.message) }
             throw error
         }
         for w in warnings { emit("warning", [("message", .string(w))]) }
