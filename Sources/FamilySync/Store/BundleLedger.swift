@@ -77,23 +77,42 @@ extension Store {
     }
 
     /// The copies owed to `peer` that another edit replaced here before they went
-    /// back, as NDJSON lines in row order. The others go with their rows: a row that
-    /// still holds the copy, or the same edit of the peer's dated otherwise (taken in
-    /// a session since), which the peer takes as the owner's copy of its own.
-    func supersededReturns(peer: String) throws -> [[UInt8]] {
+    /// back, as NDJSON lines in row order, each with the row that replaced it. The
+    /// others go with their rows: a row that still holds the copy, or the same edit
+    /// of the peer's dated otherwise (taken in a session since), which the peer takes
+    /// as the owner's copy of its own.
+    func supersededReturns(peer: String) throws -> [(rid: Int64, line: [UInt8])] {
         let s = try db.prepare("""
-            SELECT b.line, r.line, r.device_id = b.peer FROM bundle_returns b JOIN records r ON r.rid = b.rid
+            SELECT b.line, r.line, r.device_id = b.peer, b.rid FROM bundle_returns b JOIN records r ON r.rid = b.rid
             WHERE b.peer = ? AND r.line IS NOT b.line ORDER BY b.rid
             """)
         try s.bind([.text(peer)])
         defer { s.reset() }
-        var lines: [[UInt8]] = []
+        var out: [(rid: Int64, line: [UInt8])] = []
         while try s.step() {
             let copy = Array(s.text(0).utf8)
             if s.int64(2) == 1, Array(s.text(1).utf8).withUnsafeBytes({ RecordContent.same(held: copy, incoming: $0) }) { continue }
-            lines.append(copy)
+            out.append((s.int64(3), copy))
         }
-        return lines
+        return out
+    }
+
+    /// `supersededReturns` as RECORDS payloads within a batch's limits: they lead
+    /// what the owner sends the peer, in a session (§7.4) as in every bundle part
+    /// (§12b), so the peer takes each copy before the edit that replaced it.
+    func supersededReturnBatches(peer: String) throws -> (batches: [(payload: [UInt8], count: Int64)], rows: [Int64]) {
+        let owed = try supersededReturns(peer: peer)
+        var batches: [(payload: [UInt8], count: Int64)] = []
+        for (_, line) in owed {
+            if let last = batches.last, last.count < SyncLimits.recordBatchCount,
+               last.payload.count + line.count + 1 <= SyncLimits.recordBatchBytes {
+                batches[batches.count - 1].payload += line + [0x0A]
+                batches[batches.count - 1].count += 1
+            } else {
+                batches.append((line + [0x0A], 1))
+            }
+        }
+        return (batches, owed.map(\.rid))
     }
 
     /// Forgets the copies owed to `peer` that its acknowledgement of our changes up to `ack` shows it holds.

@@ -89,17 +89,15 @@ extension Store {
     /// once by the session and not parsed again here).
     /// `bound`: the session's clamp (SyncSession, docs/protocol.md §7.4);
     /// `adoptOwnerCopiesOf`: a member's device ID, when the owner sends;
-    /// `keepOwnCopiesOf`: the member's, when the owner receives;
-    /// `owedCopies`: also when it receives a bundle, where the copies it owes the member stand (BundleLedger.swift).
+    /// `keepOwnCopiesOf`: the member's, when the owner receives (the copies it owes the member stand, BundleLedger.swift).
     func applyRemoteInTransaction(_ base: UnsafePointer<UInt8>, _ scans: [RecordScan], now: Timestamp, watching: ClosedRange<Int64>?,
-                                  bound: Int64, adoptOwnerCopiesOf: [UInt8]?, keepOwnCopiesOf: [UInt8]? = nil, owedCopies: Bool = false, from peer: String? = nil) throws -> ApplySummary {
+                                  bound: Int64, adoptOwnerCopiesOf: [UInt8]?, keepOwnCopiesOf: [UInt8]? = nil, from peer: String? = nil) throws -> ApplySummary {
         try applying(now: now, stamping: false, watching: watching) { applier in
             applier.cameFrom = peer.map { Array($0.utf8) }
             applier.receiveBound = bound
             applier.pullBackStopsAtHeld = true
             applier.adoptOwnerCopiesOf = adoptOwnerCopiesOf
             applier.keepOwnCopiesOf = keepOwnCopiesOf
-            applier.owedCopies = owedCopies
             for scan in scans { try applier.apply(base, scan, explain: nil) }
         }
     }
@@ -284,7 +282,9 @@ final class RecordApplier {
     private var selectReturn: Statement { get throws { try statement(&selectReturnStatement, "SELECT line, theirs FROM bundle_returns WHERE peer = ? AND rid = ?") } }
     /// The copy of a version of `keepOwnCopiesOf`'s that this store pulled back and still owes it for row `rid` (BundleLedger.swift).
     private func owedCopy(_ rid: Int64) throws -> (line: [UInt8], theirs: Int64)? {
-        guard owedCopies, let keep = keepOwnCopiesOf else { return nil }
+        // They stand against the member's versions that come again, since they go back
+        // ahead of what replaced them, in a session and in a bundle alike.
+        guard let keep = keepOwnCopiesOf else { return nil }
         let peer = String(decoding: keep, as: UTF8.self)
         // Most members are owed nothing: one look, not one per record.
         if owesPeer == nil { owesPeer = try db.scalarInt("SELECT 1 FROM bundle_returns WHERE peer = ? LIMIT 1", [.text(peer)]) != nil }
@@ -323,10 +323,6 @@ final class RecordApplier {
     /// The member's device ID, when the owner applies that member's versions:
     /// the owner's copy of one of them stands against the same edit later-dated.
     var keepOwnCopiesOf: [UInt8]?
-    /// Whether the copies owed to `keepOwnCopiesOf` stand against its versions that come again: in
-    /// a bundle, where they go back ahead of what replaced them. A session sends no such copies, so
-    /// there the member's version comes in as before, or the two would keep different versions.
-    var owedCopies = false
     /// What this store purged (PurgeRecords.swift): versions of ids not held
     /// that a purge covers are not taken. Loaded on first need.
     private var evidence: PurgeEvidence?

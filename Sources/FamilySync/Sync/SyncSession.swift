@@ -73,6 +73,9 @@ final class SyncSession {
     /// The meta key set when a session with `peer` ended with the digests apart.
     static func resyncKey(_ peer: String) -> String { "resync_with:\(peer)" }
     private var displacedSent = 0
+    /// The owner's copies of the member's versions that an edit here replaced
+    /// before they went back (§7.4 "Copies owed"): they go ahead of the range.
+    private var returnsOut: [(payload: [UInt8], count: Int64)] = []
     /// The resume chain our marks name (§7.4b), nil for a peer that keeps no marks;
     /// `markUpTo` is set when the batch about to go out came from the range.
     private var outChain: String?
@@ -280,6 +283,14 @@ final class SyncSession {
         if !continuous && family.role == .owner {
             try store.write { try store.forgetAcknowledgementPoints(member: peer.device) }
         }
+        if family.role == .owner {
+            // What the member holds of ours ends what is owed to it, when its word can be taken;
+            // the copies still owed that another edit replaced go first, what replaced them after the range.
+            if continuous && h.after <= snapshot { try store.write { try store.dropReturnsInTransaction(peer: peer.device, upTo: h.after) } }
+            let owed = try store.supersededReturnBatches(peer: peer.device)
+            returnsOut = owed.batches
+            displaced += owed.rows
+        }
         if family.role == .owner || sendAfter == 0 {
             purgesOut = try store.write { try store.purgePayloads(after: sendAfter, upTo: snapshot, all: family.role != .owner, family: family) }
         }
@@ -409,8 +420,14 @@ final class SyncSession {
             channel.send(.purged, batch)
             summary.purgeRecordsSent += Int64((batch.count - Ed25519.signatureBytes) / PurgeEntry.encodedBytes)
         }
+        // The copies owed, ahead of the range.
+        while purgesOut.isEmpty && !returnsOut.isEmpty && channel.backlog < SyncLimits.outputHighWater {
+            let b = returnsOut.removeFirst()
+            channel.send(.records, b.payload)
+            summary.recordsSent += b.count
+        }
         // Our records: the set fixed at the peer's HELLO.
-        while purgesOut.isEmpty && !recordsOutDone && channel.backlog < SyncLimits.outputHighWater {
+        while purgesOut.isEmpty && returnsOut.isEmpty && !recordsOutDone && channel.backlog < SyncLimits.outputHighWater {
             if options.faults.contains(.holdRecordsAfterFirstBatch) && summary.recordsSent > 0 { break }
             guard let b = try nextOutgoingBatch() else {
                 // The owner's copies of edits a member sends again go back to it in this
@@ -615,6 +632,8 @@ final class SyncSession {
             let s = try store.write {
                 let s = try store.applyRemoteInTransaction(base, scans, now: now, watching: watching, bound: receiveBound,
                                                            adoptOwnerCopiesOf: adopt, keepOwnCopiesOf: keep, from: peer.device)
+                // The owner's copies of the member's versions are owed to it until it holds them, as from a bundle.
+                if keep != nil { try store.queueReturnsInTransaction(peer: peer.device, owed: s.owed) }
                 // The peer's mark for this batch, in the batch's transaction: it never claims more than the store holds (§7.4b).
                 if let mark { try store.setResumePointInTransaction(mark, peer: peer.device, .incoming) }
                 return s

@@ -102,7 +102,7 @@ enum BundleApplier {
                                 let scans = try IncomingRecords.scan(base, count: buf.count, recordsBefore: summary.recordsReceived)
                                 summary.recordsReceived += Int64(scans.count)
                                 return try store.applyRemoteInTransaction(base, scans, now: now, watching: nil, bound: bound,
-                                                                          adoptOwnerCopiesOf: adopt, keepOwnCopiesOf: keep, owedCopies: keep != nil, from: h.from)
+                                                                          adoptOwnerCopiesOf: adopt, keepOwnCopiesOf: keep, from: h.from)
                             }
                             summary.recordsApplied += Int64(s.applied)
                             summary.recordsPurged += Int64(s.purged)

@@ -146,16 +146,7 @@ enum BundleWriter {
         // them ahead of its records, so whichever part the member applies first, it takes the copy
         // before what replaced it (§12b).
         // Batched once; every part repeats the same batches.
-        var returnBatches: [(payload: [UInt8], count: Int64)] = []
-        for line in family.role == .owner ? try store.supersededReturns(peer: peer) : [] {
-            if let last = returnBatches.last, last.count < SyncLimits.recordBatchCount,
-               last.payload.count + line.count + 1 <= SyncLimits.recordBatchBytes {
-                returnBatches[returnBatches.count - 1].payload += line + [0x0A]
-                returnBatches[returnBatches.count - 1].count += 1
-            } else {
-                returnBatches.append((line + [0x0A], 1))
-            }
-        }
+        let returnBatches = family.role == .owner ? try store.supersededReturnBatches(peer: peer).batches : []
         func addReturns(to s: BundleSealer) throws {
             for b in returnBatches {
                 try s.append(.records, b.payload)
