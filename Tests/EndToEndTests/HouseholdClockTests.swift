@@ -73,6 +73,34 @@ import FamilySync
         #expect(try Household.digest(m) == Household.digest(h.owner))
     }
 
+    /// The same copy, replaced by the owner's edit before it went back, then a
+    /// session instead of a file: the kid's phone sends its own version again,
+    /// and the owner's edit, made after it saw that version, wins on both.
+    @Test func anOwnerEditOfAMembersPulledBackEditWinsInTheNextSession() throws {
+        let h = try Star(members: 1)
+        defer { h.stop() }
+        let m = h.members[0]
+        try h.edit(h.owner, day: 0, [Self.receipt("r", "first")])
+        try h.rounds(1, day: 0)
+        h.stopServe()
+        h.clockOffset[h.owner] = .days(-30)
+        try h.edit(m, day: 1, [Self.receipt("r", "kid's")])
+        let out = h.dir.file("to-owner")
+        let b = try Tools.run("peer-sync", ["bundle", "--db", m, "--to", try Household.device(h.owner), "-o", out, "--now", h.now(m, day: 1)])
+        #expect(b.status == 0, "bundle: \(b.err)")
+        let u = try Tools.run("peer-sync", ["unbundle", "--db", h.owner, "--now", h.now(h.owner, day: 1)] + (b.json?["parts"]?.arrayValue ?? []).compactMap(\.stringValue))
+        #expect(u.status == 0, "unbundle: \(u.err)")
+        try h.edit(h.owner, day: 1, [Self.receipt("r", "owner's")])
+        let s = try h.sync(m, day: 1)
+        #expect(s.status == 0, "sync: \(s.err)")
+        #expect(s.json?.at("digest", "equal")?.boolValue == true, "one session agrees: \(s.out)")
+        for store in h.all {
+            let line = try Self.line(store, "r") ?? "none"
+            #expect(line.contains("owner's"), "\(store): \(line)")
+        }
+        #expect(try Household.digest(m) == Household.digest(h.owner))
+    }
+
     /// A device away longer than the horizon, revoked meanwhile, joins again:
     /// what it made while away is not taken for purged, and the delete the
     /// family purged while it was gone stays purged, on it too.
