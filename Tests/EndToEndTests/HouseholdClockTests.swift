@@ -38,36 +38,44 @@ import FamilySync
 
     static let days200 = TimeSpan.days(200)
 
+    /// A member and an owner that agree on receipt `r`, the owner's clock then set back a month;
+    /// its serve stopped, so the next session starts one with that clock.
+    static func ownerSetBack() throws -> (Star, String) {
+        let h = try Star(members: 1)
+        try h.edit(h.owner, day: 0, [Self.receipt("r", "first")])
+        try h.rounds(1, day: 0)
+        h.stopServe()
+        h.clockOffset[h.owner] = .days(-30)
+        return (h, h.members[0])
+    }
+
+    /// Writes a bundle from `from` to `to` on day 1 and applies it there.
+    static func carry(_ h: Star, _ from: String, _ to: String, _ name: String) throws {
+        let out = h.dir.file(name)
+        let b = try Tools.run("peer-sync", ["bundle", "--db", from, "--to", try Household.device(to), "-o", out, "--now", h.now(from, day: 1)])
+        #expect(b.status == 0, "bundle \(name): \(b.err)")
+        let parts = (b.json?["parts"]?.arrayValue ?? []).compactMap(\.stringValue)
+        let u = try Tools.run("peer-sync", ["unbundle", "--db", to, "--now", h.now(to, day: 1)] + parts)
+        #expect(u.status == 0, "unbundle \(name): \(u.err)")
+    }
+
     /// By files alone (docs/protocol.md §12b, copies owed): a member that last heard the
     /// owner's clock before it went back a month edits a receipt; the owner pulls the edit
     /// back on arrival and edits the receipt; the member's next file brings the edit, which
     /// wins on both, and the member's own version sent again does not undo it.
     @Test func anOwnerEditOfAMembersPulledBackEditReachesItByFilesAlone() throws {
-        let h = try Star(members: 1)
+        let (h, m) = try Self.ownerSetBack()
         defer { h.stop() }
-        let m = h.members[0]
-        try h.edit(h.owner, day: 0, [Self.receipt("r", "first")])
-        try h.rounds(1, day: 0)
-        h.stopServe()
-        h.clockOffset[h.owner] = .days(-30)
-        func carry(_ from: String, _ to: String, _ name: String) throws {
-            let out = h.dir.file(name)
-            let b = try Tools.run("peer-sync", ["bundle", "--db", from, "--to", try Household.device(to), "-o", out, "--now", h.now(from, day: 1)])
-            #expect(b.status == 0, "bundle \(name): \(b.err)")
-            let parts = (b.json?["parts"]?.arrayValue ?? []).compactMap(\.stringValue)
-            let u = try Tools.run("peer-sync", ["unbundle", "--db", to, "--now", h.now(to, day: 1)] + parts)
-            #expect(u.status == 0, "unbundle \(name): \(u.err)")
-        }
         try h.edit(m, day: 1, [Self.receipt("r", "kid's")])
-        try carry(m, h.owner, "to-owner-1")
+        try Self.carry(h, m, h.owner, "to-owner-1")
         let pulled = try #require(try Self.line(h.owner, "r"))
         let kids = try Self.line(m, "r")
         #expect(pulled.contains("kid's") && pulled != kids, "the owner pulled the kid's edit back: \(pulled)")
         try h.edit(h.owner, day: 1, [Self.receipt("r", "owner's")])
         // The kid's file crosses the owner's: its own version comes again, and the edit stands.
-        try carry(m, h.owner, "to-owner-2")
+        try Self.carry(h, m, h.owner, "to-owner-2")
         #expect(try Self.line(h.owner, "r")?.contains("owner's") == true)
-        try carry(h.owner, m, "to-kid")
+        try Self.carry(h, h.owner, m, "to-kid")
         let onKids = try Self.line(m, "r") ?? "none"
         #expect(onKids.contains("owner's"), "the kid's phone: \(onKids)")
         #expect(try Household.digest(m) == Household.digest(h.owner))
@@ -77,19 +85,10 @@ import FamilySync
     /// session instead of a file: the kid's phone sends its own version again,
     /// and the owner's edit, made after it saw that version, wins on both.
     @Test func anOwnerEditOfAMembersPulledBackEditWinsInTheNextSession() throws {
-        let h = try Star(members: 1)
+        let (h, m) = try Self.ownerSetBack()
         defer { h.stop() }
-        let m = h.members[0]
-        try h.edit(h.owner, day: 0, [Self.receipt("r", "first")])
-        try h.rounds(1, day: 0)
-        h.stopServe()
-        h.clockOffset[h.owner] = .days(-30)
         try h.edit(m, day: 1, [Self.receipt("r", "kid's")])
-        let out = h.dir.file("to-owner")
-        let b = try Tools.run("peer-sync", ["bundle", "--db", m, "--to", try Household.device(h.owner), "-o", out, "--now", h.now(m, day: 1)])
-        #expect(b.status == 0, "bundle: \(b.err)")
-        let u = try Tools.run("peer-sync", ["unbundle", "--db", h.owner, "--now", h.now(h.owner, day: 1)] + (b.json?["parts"]?.arrayValue ?? []).compactMap(\.stringValue))
-        #expect(u.status == 0, "unbundle: \(u.err)")
+        try Self.carry(h, m, h.owner, "to-owner")
         try h.edit(h.owner, day: 1, [Self.receipt("r", "owner's")])
         let s = try h.sync(m, day: 1)
         #expect(s.status == 0, "sync: \(s.err)")
