@@ -11,11 +11,18 @@ struct ToolResult {
 }
 
 enum Tools {
+    /// This process ignores SIGPIPE, as every tool does: a tool that exits
+    /// before reading all its input, or a serve that closes a connection a
+    /// test's own client still writes to, makes that write fail with EPIPE
+    /// instead of ending the whole test run. Set on first use of the tools.
+    static let brokenPipesAreErrors: Void = { signal(SIGPIPE, SIG_IGN) }()
+
     /// The folder holding the six tools: $FAMILY_SYNC_BIN (the package's
     /// usr/bin when `make test` runs the suite), else the build folder above
     /// the test bundle; where a folder holds the two binaries the tools are
     /// links to but not the links, they are made in its `tools` folder.
     static let binDir: String = {
+        _ = brokenPipesAreErrors
         if let b = ProcessInfo.processInfo.environment["FAMILY_SYNC_BIN"], !b.isEmpty { return linkedTools(b) }
         var url = URL(fileURLWithPath: (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0])
         // .build/debug/family-syncPackageTests.xctest → .build/debug
