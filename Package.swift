@@ -30,8 +30,11 @@ let package = Package(
         // The shared core: records and the LWW rule, the store, crypto, entitlement, pairing offers, sync.
         .target(
             name: "FamilySync",
-            dependencies: ["COpenSSL", "CSQLite"]
+            dependencies: ["COpenSSL", "CSQLite", "FileGlue"]
         ),
+        // Linux file calls glibc declares only with _GNU_SOURCE (direct I/O,
+        // punching holes), for the photo pack. Kept -Wall -Wextra clean (`make c-warnings`).
+        .target(name: "FileGlue"),
         // The core's image half: reading PNG/JPEG/PNM, drawing and decoding QR codes. Its own
         // target so only pair-qr and pair-scan load libzbar (and with it X11, dbus, v4l), libZXing,
         // libqrencode, libpng and libjpeg; the other tools start faster without them.

@@ -55,7 +55,7 @@ extension ToolError {
 
     static func status(_ kind: StoreError.Kind) -> ExitStatus {
         switch kind {
-        case .cannotOpen, .cannotRead, .cannotCreate, .cannotCreateFolder, .cannotLock, .backupCannotCreate, .backupCannotWrite:
+        case .cannotOpen, .cannotRead, .cannotCreate, .cannotWrite, .cannotCreateFolder, .cannotLock, .backupCannotCreate, .backupCannotWrite:
             return .ioError
         case .missing, .noFamily, .familyGone:
             return .noInput

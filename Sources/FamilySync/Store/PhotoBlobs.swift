@@ -1,8 +1,7 @@
 import CSQLite
 
 /// Photos as a session moves them: which ones this store still wants, their
-/// bytes staged as they come, and read in chunks through SQLite's
-/// incremental blob I/O from the photo file.
+/// bytes staged as they come, and read in chunks from the pack.
 extension Store {
     /// Up to `limit` wanted photos whose hash sorts after `after`: the next wave.
     public func wantedPhotos(after: String, limit: Int) throws -> [String] {
@@ -47,11 +46,10 @@ extension Store {
         return out
     }
 
-    /// The photo's row in the photo file and its size, for reading it in
-    /// chunks; nil when the store does not hold it, or its bytes are not
-    /// there (then it is unavailable to a peer, and tombstone-gc sets the
-    /// store right).
-    func photoLocation(_ sha256: String) throws -> (rowid: Int64, size: Int)? {
+    /// Where the photo's bytes are in the pack and how many; nil when the
+    /// store does not hold it, or its bytes are not there (then it is
+    /// unavailable to a peer, and tombstone-gc sets the store right).
+    func photoLocation(_ sha256: String) throws -> (offset: Int64, size: Int)? {
         guard try hasPhoto(sha256) else { return nil }
         return try photoFile.location(sha256)
     }
@@ -79,49 +77,30 @@ extension Store {
     }
 }
 
-/// Reads a photo's bytes a chunk at a time through SQLite's incremental blob
-/// I/O, so sending a large photo never holds all of it in memory. The blob
-/// is opened for each chunk and closed again, so no read stays open across
-/// the session's other writes. Not Sendable.
+/// Reads a photo's bytes a chunk at a time from the pack, so sending a
+/// large photo never holds all of it in memory. Not Sendable.
 final class PhotoBlobReader {
     private let store: Store
-    let rowid: Int64
+    let offset: Int64
     let size: Int
-    private(set) var offset = 0
+    private(set) var done = 0
     private var scratch: [UInt8] = []
 
-    init(store: Store, rowid: Int64, size: Int) {
+    init(store: Store, offset: Int64, size: Int) {
         self.store = store
-        self.rowid = rowid
+        self.offset = offset
         self.size = size
     }
 
-    var isFinished: Bool { offset >= size }
+    var isFinished: Bool { done >= size }
 
     /// Reads the next at most `max` bytes, appending them to `out`.
     func readChunk(max: Int, into out: inout [UInt8]) throws {
-        let n = min(max, size - offset)
+        let n = min(max, size - done)
         guard n > 0 else { return }
-        let db = store.photoFile.db.handle
-        var b: OpaquePointer?
-        var rc = sqlite3_blob_open(db, "main", "photo_bytes", "bytes", rowid, 0, &b)
-        guard rc == SQLITE_OK, let blob = b else {
-            if let b { sqlite3_blob_close(b) }
-            throw SQLiteError(code: rc, context: "opening a photo for reading", message: String(cString: sqlite3_errmsg(db)))
-        }
-        defer { sqlite3_blob_close(blob) }
-        guard Int(sqlite3_blob_bytes(blob)) == size else {
-            throw SQLiteError(code: SQLITE_ABORT, context: "reading a photo", message: "the photo changed while it was being sent")
-        }
-        // Read into a buffer of our own and append it in one copy: growing `out`
-        // by zeros first went a byte at a time.
         if scratch.count < n { scratch = [UInt8](repeating: 0, count: n) }
-        // Never nil: n > 0 and scratch holds at least n bytes.
-        rc = scratch.withUnsafeMutableBytes { sqlite3_blob_read(blob, $0.baseAddress!, Int32(n), Int32(offset)) }
-        guard rc == SQLITE_OK else {
-            throw SQLiteError(code: rc, context: "reading a photo", message: String(cString: sqlite3_errmsg(db)))
-        }
+        try scratch.withUnsafeMutableBytes { try store.photoFile.pack.read(into: $0, count: n, at: offset + Int64(done)) }
         out.append(contentsOf: scratch[0..<n])
-        offset += n
+        done += n
     }
 }

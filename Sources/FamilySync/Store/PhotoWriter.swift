@@ -19,9 +19,12 @@ final class PhotoWriter: @unchecked Sendable {
     /// which `submit` waits: bounds what the queue adds to memory.
     static let queueBytes = 2 << 20
 
+    /// A photo as the frames brought it: the chunks are slices of their
+    /// payloads, copied once, into the pack's buffer.
     private struct Item {
         var sha256: String
-        var bytes: [UInt8]
+        var chunks: [ArraySlice<UInt8>]
+        var size: Int
         var addedAt: Int64
     }
 
@@ -58,12 +61,11 @@ final class PhotoWriter: @unchecked Sendable {
     /// the writer's failure, if it had one.
     func submit(_ chunks: [ArraySlice<UInt8>], size: Int, sha256: String, addedAt: Int64) throws {
         guard !pending.contains(sha256) else { return }
-        let bytes = PhotoFile.joined(chunks, size: size)
         condition.lock()
         defer { condition.unlock() }
         while queuedBytes > 0 && queuedBytes + size > PhotoWriter.queueBytes && failure == nil { condition.wait() }
         if let failure { throw failure }
-        queue.append(Item(sha256: sha256, bytes: bytes, addedAt: addedAt))
+        queue.append(Item(sha256: sha256, chunks: chunks, size: size, addedAt: addedAt))
         queuedBytes += size
         pending.insert(sha256)
         condition.broadcast()
@@ -117,10 +119,10 @@ final class PhotoWriter: @unchecked Sendable {
                 condition.unlock()
                 var error: (any Error)?
                 do {
-                    try file.stage(item.bytes, sha256: item.sha256, addedAt: item.addedAt)
+                    try file.stage(item.chunks, size: item.size, sha256: item.sha256, addedAt: item.addedAt)
                 } catch let e { error = e }
                 condition.lock()
-                queuedBytes -= item.bytes.count
+                queuedBytes -= item.size
                 if let error { failure = error }
                 condition.broadcast()
                 if failure == nil, file.commitIsDue { commitLocked() }

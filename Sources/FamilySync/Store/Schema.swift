@@ -224,6 +224,14 @@ enum Schema {
         """
         ALTER TABLE photos DROP COLUMN bytes;
         """,
+        // Version 10: the photo file keeps only an index, the bytes are in the
+        // pack beside it (PhotoPack.swift), moved there when the photo file is
+        // opened. Nothing changes in the store itself; the version tells an
+        // older family-sync, which would find no photos in the photo file, to
+        // leave the store alone.
+        """
+        SELECT 1;
+        """,
     ]
 
     /// The first version whose stores keep the record-state digest in `meta`.

@@ -81,8 +81,9 @@ public final class Store {
     public private(set) var looserModeFixed: mode_t?
 
     /// The files a store may have beside it, each its path with this after
-    /// it: SQLite's log, its index and a journal, the photo file and its journal.
-    public static let companionSuffixes = ["-wal", "-shm", "-journal", PhotoFile.suffix, PhotoFile.suffix + "-journal"]
+    /// it: SQLite's log, its index and a journal, the photo file and its
+    /// journal, and the photos' pack.
+    public static let companionSuffixes = ["-wal", "-shm", "-journal", PhotoFile.suffix, PhotoFile.suffix + "-journal", PhotoPack.suffix]
 
     /// The photo file beside the store, which holds the photos' bytes.
     public var photoFilePath: String { photoFile.path }
@@ -363,11 +364,13 @@ public final class Store {
         try db.readTransaction(body)
     }
 
-    /// `PRAGMA integrity_check` of the store and of its photo file: "ok"
-    /// when both are sound, else what each said.
+    /// `PRAGMA integrity_check` of the store and of its photo file, and
+    /// whether the pack holds every photo the photo file names: "ok" when
+    /// all are sound, else what each said.
     public func integrityCheck() throws -> String {
         let store = try db.scalarText("PRAGMA integrity_check") ?? "no answer"
-        let photos = try photoFile.db.scalarText("PRAGMA integrity_check") ?? "no answer"
+        var photos = try photoFile.db.scalarText("PRAGMA integrity_check") ?? "no answer"
+        if photos == "ok", let wrong = try photoFile.packCheck() { photos = wrong }
         return store == "ok" && photos == "ok" ? "ok" : "store: \(store); photo file: \(photos)"
     }
 }

@@ -5,6 +5,8 @@
 public struct StoreError: Error, CustomStringConvertible, Sendable, Equatable {
     public enum Kind: Sendable, Equatable {
         case cannotOpen, cannotRead, cannotCreate
+        /// A write to one of the store's files failed (`detail` says what and why).
+        case cannotWrite
         /// The folder the store goes in (`other`) cannot be made.
         case cannotCreateFolder
         /// No store at `path`, and none was to be created.
@@ -62,6 +64,7 @@ public struct StoreError: Error, CustomStringConvertible, Sendable, Equatable {
         case .cannotOpen: return "cannot open store \(path): \(detail)"
         case .cannotRead: return "cannot read store \(path): \(detail)"
         case .cannotCreate: return "cannot create store \(path): \(detail)"
+        case .cannotWrite: return "cannot write \(path): \(detail)"
         case .cannotCreateFolder: return "cannot create folder \(other ?? "") for the store: \(detail)"
         case .missing: return "no store at \(path)"
         case .notAStore: return "\(path) is not a family-sync store (\(detail))"

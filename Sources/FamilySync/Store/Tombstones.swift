@@ -94,6 +94,7 @@ extension Store {
         }
         try photoFile.remove(orphans)
         if !orphans.isEmpty { log?("removed the bytes of \(orphans.count) photos the store does not hold from its photo file") }
+        try photoFile.reclaimUnnamed()
         var missing: [String] = []
         let s = try db.prepare("SELECT sha256 FROM photos")
         while try s.step() { let h = s.text(0); if try !photoFile.has(h) { missing.append(h) } }

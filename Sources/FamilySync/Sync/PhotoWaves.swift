@@ -286,8 +286,8 @@ final class PhotoResponder {
         while channel.backlog < SyncLimits.outputHighWater {
             if let cur = current {
                 let r = cur.reader
-                let n = min(SyncLimits.photoChunkBytes, r.size - r.offset)
-                let head = PhotoWaves.dataHeader(hash: cur.raw, total: r.size, offset: r.offset)
+                let n = min(SyncLimits.photoChunkBytes, r.size - r.done)
+                let head = PhotoWaves.dataHeader(hash: cur.raw, total: r.size, offset: r.done)
                 try channel.sendBuilt(.photoData, length: head.count + n) { buf in
                     buf.append(contentsOf: head)
                     try r.readChunk(max: n, into: &buf)
@@ -306,7 +306,7 @@ final class PhotoResponder {
             let h = queue[head]
             head += 1
             if let loc = try store.photoLocation(h), let raw = Hex.decode(h) {
-                current = (raw, PhotoBlobReader(store: store, rowid: loc.rowid, size: loc.size))
+                current = (raw, PhotoBlobReader(store: store, offset: loc.offset, size: loc.size))
                 if loc.size == 0 {
                     // An empty photo still gets one (empty) data frame.
                     channel.send(.photoData, PhotoWaves.dataHeader(hash: raw, total: 0, offset: 0))

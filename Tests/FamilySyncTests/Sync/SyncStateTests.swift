@@ -82,7 +82,7 @@ import Testing
         let bytes = (0..<100_000).map { UInt8(truncatingIfNeeded: $0 &* 31) }
         let h = try s.addPhoto(bytes, now: Timestamp.current())
         let loc = try #require(try s.photoLocation(h))
-        let r = PhotoBlobReader(store: s, rowid: loc.rowid, size: loc.size)
+        let r = PhotoBlobReader(store: s, offset: loc.offset, size: loc.size)
         var out: [UInt8] = []
         while !r.isFinished { try r.readChunk(max: 7_000, into: &out) }
         #expect(out == bytes)

@@ -131,10 +131,10 @@ enum BundleWriter {
         func addPhoto(_ hash: String, to s: BundleSealer) throws {
             guard !sentPhotos.contains(hash), let loc = try store.photoLocation(hash) else { return }
             sentPhotos.insert(hash)
-            let reader = PhotoBlobReader(store: store, rowid: loc.rowid, size: loc.size)
+            let reader = PhotoBlobReader(store: store, offset: loc.offset, size: loc.size)
             let digest = Hex.decode(hash) ?? []
             repeat {
-                var payload = PhotoWaves.dataHeader(hash: digest, total: loc.size, offset: reader.offset)
+                var payload = PhotoWaves.dataHeader(hash: digest, total: loc.size, offset: reader.done)
                 try reader.readChunk(max: SyncLimits.photoChunkBytes, into: &payload)
                 try s.append(.photoData, payload)
             } while !reader.isFinished
