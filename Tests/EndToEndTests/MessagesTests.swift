@@ -10,12 +10,12 @@ import FamilySync
     /// Runs `tool args` as a user who can read the store `db` but not write
     /// it (its folder stays writable, for the write-ahead log): as root,
     /// through setpriv(1) as nobody on root-owned 0644 files (the store, its
-    /// photo file and that file's journal); otherwise after chmod 0444.
+    /// photo file, that file's journal and the pack); otherwise after chmod 0444.
     static func runReadOnly(_ dir: TempDir, _ db: String, _ tool: String, _ args: [String], input: String = "") throws -> ToolResult {
         if getuid() == 0 {
             chmod(dir.path, 0o777)
             chmod(db, 0o644)
-            for f in [db + "-photos", db + "-photos-journal"] { chmod(f, 0o644) }
+            for f in [db + "-photos", db + "-photos-journal", db + "-photos-pack"] { chmod(f, 0o644) }
             // nobody runs a copy in the test's folder: the checkout may be in a
             // folder only root can enter (/root/src, a mktemp folder).
             let copy = dir.file(tool)
@@ -27,8 +27,8 @@ import FamilySync
                                  stdin: Data(input.utf8))
         }
         chmod(db, 0o444)
-        for f in [db + "-photos", db + "-photos-journal"] { chmod(f, 0o444) }
-        defer { for f in [db, db + "-photos", db + "-photos-journal"] { chmod(f, 0o600) } }
+        for f in [db + "-photos", db + "-photos-journal", db + "-photos-pack"] { chmod(f, 0o444) }
+        defer { for f in [db, db + "-photos", db + "-photos-journal", db + "-photos-pack"] { chmod(f, 0o600) } }
         return try Tools.run(tool, args, stdin: Data(input.utf8))
     }
 

@@ -152,11 +152,11 @@ enum Household {
         }
         return n
     }
-    /// Puts a store back from a `merge-records --backup` copy, as the README says: the store and its photo file.
+    /// Puts a store back from a `merge-records --backup` copy, as the README
+    /// says: the store, its photo file and its pack, every other file beside it gone.
     static func restore(_ store: String, from copy: String) throws {
-        for suffix in ["", "-wal", "-shm", "-photos", "-photos-journal"] { unlink(store + suffix) }
-        try FileManager.default.copyItem(atPath: copy, toPath: store)
-        try FileManager.default.copyItem(atPath: copy + "-photos", toPath: store + "-photos")
+        for suffix in [""] + Store.companionSuffixes { unlink(store + suffix) }
+        for suffix in ["", "-photos", "-photos-pack"] { try FileManager.default.copyItem(atPath: copy + suffix, toPath: store + suffix) }
     }
     static func device(_ path: String) throws -> String { try Store(path: path).deviceID }
 
@@ -174,10 +174,16 @@ enum Household {
             while try st.step() { h.update(st.text(0)); h.update([0x0A]) }
             st.reset()
         }
-        // And the photos' bytes, in the photo file beside the store.
+        // And the photos' bytes, as the photo file beside the store says where they are in the pack.
         let files = try Database(path: path + "-photos")
-        let st = try files.prepare("SELECT sha256 || '|' || hex(bytes) FROM photo_bytes ORDER BY 1")
-        while try st.step() { h.update(st.text(0)); h.update([0x0A]) }
+        let pack = try Data(contentsOf: URL(fileURLWithPath: path + "-photos-pack"))
+        let st = try files.prepare("SELECT sha256, offset, size FROM photo_pack ORDER BY 1")
+        while try st.step() {
+            let (offset, size) = (Int(st.int64(1)), Int(st.int64(2)))
+            h.update(st.text(0) + "|")
+            h.update(offset + size <= pack.count ? Array(pack[offset..<(offset + size)]) : Array("missing".utf8))
+            h.update([0x0A])
+        }
         st.reset()
         return Hex.encode(h.finalize())
     }

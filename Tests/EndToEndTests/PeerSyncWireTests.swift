@@ -264,7 +264,7 @@ import FamilySync
         for run in 0..<2 {
             let o = dir.file("o\(run).db"), m = dir.file("m\(run).db")
             for (from, to) in [(owner, o), (member, m)] {
-                for suffix in ["", "-wal", "-shm", "-photos"] where FileManager.default.fileExists(atPath: from + suffix) {
+                for suffix in [""] + Store.companionSuffixes where FileManager.default.fileExists(atPath: from + suffix) {
                     try FileManager.default.copyItem(atPath: from + suffix, toPath: to + suffix)
                 }
             }

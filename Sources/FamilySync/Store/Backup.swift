@@ -14,8 +14,9 @@ extension Store {
         public var bytes: Int64
         public var records: Int64
         public var changeSeq: Int64
-        /// The copy's photo file, and the photos the copy holds.
+        /// The copy's photo file and pack, and the photos the copy holds.
         public var photoFile: String
+        public var photoPack: String
         public var photos: Int64
     }
 
@@ -42,7 +43,7 @@ extension Store {
             fchmod(fd, 0o600)
             Glibc.close(fd)
         }
-        var summary = BackupSummary(bytes: 0, records: 0, changeSeq: 0, photoFile: photoTarget, photos: 0)
+        var summary = BackupSummary(bytes: 0, records: 0, changeSeq: 0, photoFile: photoTarget, photoPack: packTarget, photos: 0)
         do {
             // VACUUM INTO reads in one transaction of its own; the counts come
             // from the copy, so they describe exactly what was copied.

@@ -4,7 +4,8 @@ import Glibc
 
 /// A device's store: one SQLite file in WAL mode holding records, the
 /// family, peers, offers, proofs and which photos are held, and beside it
-/// the photos' bytes (`PhotoFile`, STORE-photos). Every write is one
+/// the photos' bytes (`PhotoPack`, STORE-photos-pack) and where each one is
+/// (`PhotoFile`, STORE-photos). Every write is one
 /// transaction. Not Sendable: open one Store per thread or process.
 public final class Store {
     public let path: String

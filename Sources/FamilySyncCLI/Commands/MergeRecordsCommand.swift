@@ -28,7 +28,7 @@ public enum MergeRecordsCommand {
     static let diff = OptionSpec.flag("diff",
         help: "Why two devices disagree: merge-records --diff A B, each a store or an export, prints for every id whose versions differ one JSON line {\"id\",\"a\",\"b\",\"winner\",\"rule\"}: both versions (null where one has none), which a sync keeps (a, b, or null when each keeps its own) and by which rule. Exit 0 when they agree, 1 when they differ.")
     static let backup = OptionSpec("backup", valueName: "FILE",
-        help: "Store mode: write a consistent copy of the whole store to FILE and its photos to FILE-photos (new files, mode 0600), safe while peer-sync or another merge-records writes to the store; prints {\"backup\",\"photoFile\",\"bytes\",\"records\",\"photos\",\"changeSeq\"}.",
+        help: "Store mode: write a consistent copy of the whole store to FILE and its photos to FILE-photos and FILE-photos-pack (new files, mode 0600), safe while peer-sync or another merge-records writes to the store; prints {\"backup\",\"photoFile\",\"photoPack\",\"bytes\",\"records\",\"photos\",\"changeSeq\"}.",
         completion: .file)
     static let explain = OptionSpec.flag("explain",
         help: "Write, per id, which rule decided as one JSON line on standard error.")
@@ -48,7 +48,7 @@ public enum MergeRecordsCommand {
 
         Store mode, merge-records --db STORE [FILE] (or with $FAMILY_SYNC_DB naming the store and at most one FILE), applies the records of FILE (default -) to the store in one transaction, all or nothing, and prints one JSON summary: received, applied (replaced or created the held version), keptLocal (lost to the held version), unchanged (the same version as held), clamped, resurrected (a live version replaced a tombstone) and deleted (a tombstone replaced a live version). --stamp applies local edits instead, --export writes the store out, --add-photo keeps photo files, --backup copies the store.
 
-        Backups: a store is two files, STORE and STORE-photos (the photos' bytes, written there once). While peer-sync serves, recent changes live in the store's write-ahead log (STORE-wal), so copying the store file alone may miss them. --backup FILE writes the whole store as of one moment to FILE, with SQLite's VACUUM INTO inside one read transaction, and its photos to FILE-photos, while other processes keep writing; FILE holds exactly the photos FILE-photos has. To restore, stop the tools using the store, put FILE in place of STORE and FILE-photos in place of STORE-photos, and remove STORE-wal, STORE-shm and STORE-photos-journal. A store put back without its photo file keeps its records, and its photos are wanted again from its peers. A restored store is safe to sync: its peers see that it remembers an older last session and both send everything, and records the family purged since the copy was taken are not brought back (docs/protocol.md, "No resurrection").
+        Backups: a store is three files, STORE, STORE-photos-pack (the photos' bytes, written there once) and STORE-photos (where each photo is in the pack). While peer-sync serves, recent changes live in the store's write-ahead log (STORE-wal), so copying the store file alone may miss them. --backup FILE writes the whole store as of one moment to FILE, with SQLite's VACUUM INTO inside one read transaction, and the photos it holds to FILE-photos and FILE-photos-pack, while other processes keep writing; FILE holds exactly the photos FILE-photos-pack has. To restore, stop the tools using the store, put FILE in place of STORE, FILE-photos in place of STORE-photos and FILE-photos-pack in place of STORE-photos-pack, and remove STORE-wal, STORE-shm and STORE-photos-journal. A store put back without its photos keeps its records, and its photos are wanted again from its peers. A restored store is safe to sync: its peers see that it remembers an older last session and both send everything, and records the family purged since the copy was taken are not brought back (docs/protocol.md, "No resurrection").
 
         The rule, for one id, an incoming (REMOTE) version against the held (LOCAL) one:
 
@@ -127,7 +127,8 @@ public enum MergeRecordsCommand {
             if let extra = inputs.first { throw ToolError.usage("unexpected argument '\(extra)' (--backup reads no records)") }
             let store = try ctx.store(create: false)
             let copy = try store.backup(to: target)
-            try ctx.out.writeLine(.object([("backup", .string(target)), ("photoFile", .string(copy.photoFile)), ("bytes", .int(copy.bytes)),
+            try ctx.out.writeLine(.object([("backup", .string(target)), ("photoFile", .string(copy.photoFile)),
+                                           ("photoPack", .string(copy.photoPack)), ("bytes", .int(copy.bytes)),
                                            ("records", .int(copy.records)), ("photos", .int(copy.photos)), ("changeSeq", .int(copy.changeSeq))]))
             return .success
         }

@@ -1,11 +1,14 @@
 import Foundation
 import Glibc
+import FileGlue
 import Testing
 @testable import FamilySync
 
-/// The photo file beside the store (PhotoFile.swift): where photo bytes are
-/// written, that a row of the store never names bytes that are not there,
-/// and how old stores, backups and stores put back without it fare.
+/// The photo file and its pack beside the store (PhotoFile.swift,
+/// PhotoPack.swift): where photo bytes are written, that a row of the store
+/// never names bytes that are not there, that bytes no index row names are
+/// written over or given back, and how old stores, backups and stores put
+/// back without their photos fare.
 @Suite struct PhotoFileTests {
     static let t0 = Timestamp(milliseconds: 1_790_000_000_000)
 
@@ -19,10 +22,10 @@ import Testing
         return (0..<size).map { _ in g.next() }
     }
 
-    /// A session's photos go into the photo file and nowhere else: not
-    /// through the store's write-ahead log (the store's file stays small),
-    /// not through the photo file's journal (it stays a few pages), and
-    /// the bytes the receiving side writes add up to the photos once.
+    /// A session's photos go into the pack and nowhere else: not through
+    /// the store's write-ahead log (the store's file stays small), not into
+    /// the photo file or its journal (an index of a row a photo), and the
+    /// pack holds the photos once, each padded to a block at most.
     @Test func aSessionWritesTheBytesOfEachPhotoItReceivesOnce() throws {
         let h = try InProcessHousehold(members: 1, start: Self.t0)
         let m = h.members[0]
@@ -42,8 +45,10 @@ import Testing
         #expect(try Store(path: m.path).photoCount() == count)
         // Everything is checkpointed into the store's file when its last connection closes.
         #expect(Self.size(m.path) + Self.size(m.path + "-wal") < photoBytes / 4, "photo bytes went through the store")
-        #expect(Self.size(m.path + PhotoFile.suffix) >= photoBytes)
-        #expect(Self.size(m.path + PhotoFile.suffix + "-journal") <= 8 * Int64(Store.pageSize), "photo pages went through the journal")
+        let pack = Self.size(m.path + PhotoPack.suffix)
+        #expect(pack >= photoBytes && pack <= photoBytes + Int64(count * PhotoPack.alignment), "pack of \(pack) bytes")
+        #expect(Self.size(m.path + PhotoFile.suffix) < photoBytes / 64, "photo bytes went into the index")
+        #expect(Self.size(m.path + PhotoFile.suffix + "-journal") < photoBytes / 64, "photo bytes went through the journal")
         let s = try Store(path: m.path)
         for i in [0, count - 1] {
             let bytes = Self.photo(i, size: each)
@@ -148,23 +153,29 @@ import Testing
         #expect(again.photosForgotten == 0)
     }
 
-    /// A backup is the store and its photo file, each 0600, holding exactly
-    /// the photos whose bytes it has; opened as a store, it has them all.
+    /// A backup is the store, its photo file and its pack, each 0600,
+    /// holding exactly the photos whose bytes it has, compacted (a removed
+    /// photo leaves no room behind); opened as a store, it has them all.
     @Test func aBackupHoldsThePhotosAndOpensAsAStore() throws {
         let (s, dir) = try RT.store()
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let photos = (0..<3).map { Self.photo(10 + $0, size: 50_000 + $0) }
         var hashes: [String] = []
         for p in photos { hashes.append(try s.addPhoto(p, now: Self.t0)) }
+        // One more, removed: the copy's pack leaves no room for it.
+        let removed = try s.addPhoto(Self.photo(13, size: 400_000), now: Self.t0)
+        try s.photoFile.remove([removed])
+        try s.write { try s.db.run("DELETE FROM photos WHERE sha256 = ?", [.text(removed)]) }
         let target = dir + "/copy.db"
         let summary = try s.backup(to: target)
         #expect(summary.photos == 3)
         #expect(summary.photoFile == target + PhotoFile.suffix)
-        for f in [target, target + PhotoFile.suffix] {
+        for f in [target, target + PhotoFile.suffix, target + PhotoPack.suffix] {
             var st = stat()
             #expect(stat(f, &st) == 0 && st.st_mode & 0o777 == 0o600, "\(f)")
         }
-        #expect(summary.bytes >= Self.size(target + PhotoFile.suffix) && summary.bytes > 150_000)
+        #expect(Self.size(target + PhotoPack.suffix) == photos.reduce(0) { $0 + PhotoPack.aligned(Int64($1.count)) })
+        #expect(summary.bytes >= Self.size(target + PhotoPack.suffix) + Self.size(target + PhotoFile.suffix) && summary.bytes > 150_000)
         let copy = try Store(path: target)
         #expect(copy.photosForgotten == 0)
         for (h, p) in zip(hashes, photos) { #expect(try copy.photo(h) == p) }
@@ -195,6 +206,186 @@ import Testing
         #expect(try s.wantedPhotos() == [lost])
         #expect(try !s.photoFile.has(Hex.encode(SHA256.hash(orphanOld))))
         #expect(try s.photoFile.has(Hex.encode(SHA256.hash(orphanYoung))))
+    }
+
+    /// Appends that never committed (a bundle part refused, a crash before
+    /// the index's commit) leave bytes past the end in use: the next photo
+    /// is written over them, and tombstone-gc cuts what is left back.
+    @Test func bytesPastTheEndInUseAreWrittenOverAndCutBack() throws {
+        let (s, dir) = try RT.store()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let first = try s.addPhoto(Self.photo(40, size: 10_000), now: Self.t0)
+        let end = Self.size(s.path + PhotoPack.suffix)
+        #expect(end == PhotoPack.aligned(10_000))
+        // More than the append buffer, so some of it reaches the file before the rollback.
+        let big = Self.photo(41, size: PhotoPack.bufferBytes * 2 + 5)
+        try s.photoFile.stage(big, sha256: Hex.encode(SHA256.hash(big)), addedAt: Self.t0.milliseconds)
+        s.discardStagedPhotos()
+        #expect(Self.size(s.path + PhotoPack.suffix) > end)
+        #expect(try !s.photoFile.has(Hex.encode(SHA256.hash(big))))
+        let next = Self.photo(42, size: 3_000)
+        let h = try s.addPhoto(next, now: Self.t0)
+        #expect(try s.photoFile.location(h)?.offset == end)
+        #expect(try s.photo(h) == next)
+        _ = try RT.apply(s, RT.line("r", "2026-09-21T12:00:00.000Z", "D1", extra: #","photos":["\#(first)","\#(h)"]"#))
+        _ = try s.collectGarbage(now: Self.t0, dryRun: false)
+        #expect(Self.size(s.path + PhotoPack.suffix) == end + PhotoPack.aligned(3_000))
+        #expect(try s.integrityCheck() == "ok")
+    }
+
+    /// A removed photo's bytes do not stay in the pack: its blocks are
+    /// given back (they read as zeros, and the pack holds fewer blocks), the
+    /// photos around it are untouched.
+    @Test func aRemovedPhotosBytesAreGivenBack() throws {
+        let (s, dir) = try RT.store()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let photos = (0..<3).map { Self.photo(50 + $0, size: 600_000) }
+        let hashes = try photos.map { try s.addPhoto($0, now: Self.t0.subtracting(.days(30))) }
+        _ = try RT.apply(s, RT.line("r", "2026-09-21T12:00:00.000Z", "D1", extra: #","photos":["\#(hashes[0])","\#(hashes[2])"]"#))
+        let gone = try #require(try s.photoFile.location(hashes[1]))
+        var st = stat()
+        #expect(stat(s.path + PhotoPack.suffix, &st) == 0)
+        let blocksBefore = st.st_blocks
+        let report = try s.collectGarbage(now: Self.t0, dryRun: false)
+        #expect(report.photosPurged == 1)
+        #expect(try s.photo(hashes[1]) == nil)
+        #expect(try s.photo(hashes[0]) == photos[0] && s.photo(hashes[2]) == photos[2])
+        var buffer = [UInt8](repeating: 0xFF, count: gone.size)
+        try buffer.withUnsafeMutableBytes { try s.photoFile.pack.read(into: $0, count: gone.size, at: gone.offset) }
+        #expect(buffer.allSatisfy { $0 == 0 }, "a removed photo's bytes are still in the pack")
+        #expect(stat(s.path + PhotoPack.suffix, &st) == 0)
+        #expect(st.st_blocks < blocksBefore, "the pack holds as many blocks as before")
+    }
+
+    /// A store whose photo file was written by store version 9 holds the
+    /// bytes in the photo file itself: opened, they move to the pack, the
+    /// photo file shrinks to an index, and nothing is lost, also when an
+    /// earlier attempt moved some of them already.
+    @Test func aVersion9PhotoFilesBytesMoveIntoThePack() throws {
+        let dir = TempFolder("fs-photofile")
+        let p = dir.path + "/old.db"
+        let photos = (0..<5).map { Self.photo(60 + $0, size: 70_000 * ($0 + 1)) }
+        let hashes = photos.map { Hex.encode(SHA256.hash($0)) }
+        do {
+            let db = try Database(path: p)
+            try db.execute("PRAGMA journal_mode = WAL")
+            for i in 0..<Int(Schema.photoFileVersion) { try db.execute(Schema.migrations[i]) }
+            try db.run("INSERT INTO meta (key, value) VALUES ('device_id', ?), ('created_at', ?), ('change_seq', '0')",
+                       [.text(UUID().uuidString.lowercased()), .text(Self.t0.rfc3339)])
+            for (h, b) in zip(hashes, photos) {
+                try db.run("INSERT INTO photos (sha256, size, added_at) VALUES (?, ?, ?)", [.text(h), .int(Int64(b.count)), .int(Self.t0.milliseconds)])
+            }
+            try db.execute("PRAGMA application_id = \(Schema.applicationID); PRAGMA user_version = \(Schema.photoFileVersion)")
+            try db.close()
+            // The photo file as version 9 wrote it: 64 KiB pages, the bytes in photo_bytes.
+            let f = try Database(path: p + PhotoFile.suffix)
+            try f.execute("""
+                PRAGMA page_size = 65536; PRAGMA journal_mode = PERSIST;
+                CREATE TABLE photo_bytes (sha256 TEXT PRIMARY KEY, added_at INTEGER NOT NULL, bytes BLOB NOT NULL);
+                PRAGMA application_id = \(PhotoFile.applicationID);
+                """)
+            for (h, b) in zip(hashes, photos) {
+                try f.run("INSERT INTO photo_bytes (sha256, added_at, bytes) VALUES (?, ?, ?)", [.text(h), .int(Self.t0.milliseconds), .blob(b)])
+            }
+            try f.close()
+        }
+        let before = Self.size(p + PhotoFile.suffix)
+        // An earlier attempt that moved two of them, and was cut off.
+        do {
+            let f = try Database(path: p + PhotoFile.suffix)
+            try f.execute("""
+                CREATE TABLE photo_pack (sha256 TEXT PRIMARY KEY, added_at INTEGER NOT NULL, offset INTEGER NOT NULL, size INTEGER NOT NULL) WITHOUT ROWID;
+                CREATE TABLE pack_state (only INTEGER PRIMARY KEY CHECK (only = 1), end_offset INTEGER NOT NULL);
+                INSERT INTO pack_state VALUES (1, 0);
+                """)
+            try f.close()
+            #expect(close(open(p + PhotoPack.suffix, O_WRONLY | O_CREAT, 0o600)) == 0)
+            let pf = try PhotoFile(storePath: p)
+            try pf.close()
+        }
+        let s = try Store(path: p)
+        #expect(try s.db.scalarInt("PRAGMA user_version") == Int64(Schema.currentVersion))
+        #expect(try s.photoFile.db.scalarInt("SELECT count(*) FROM sqlite_schema WHERE name = 'photo_bytes'") == 0)
+        #expect(try s.photoFile.db.scalarInt("PRAGMA user_version") == Int64(PhotoFile.packFormat))
+        for (h, b) in zip(hashes, photos) { #expect(try s.photo(h) == b) }
+        #expect(try s.photoCount() == photos.count)
+        #expect(s.photosForgotten == 0)
+        #expect(Self.size(p + PhotoFile.suffix) < before / 10, "the photo file kept the pages of the bytes that left it")
+        #expect(try s.integrityCheck() == "ok")
+    }
+
+    /// A pack that is gone, or cut short, takes its photos with it: they are
+    /// wanted again, never taken for held (and never sent as bytes that are not there).
+    @Test func aPackMissingOrCutShortMakesItsPhotosWantedAgain() throws {
+        let (s, dir) = try RT.store()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let a = try s.addPhoto(Self.photo(70, size: 9_000), now: Self.t0)
+        let b = try s.addPhoto(Self.photo(71, size: 9_000), now: Self.t0)
+        _ = try RT.apply(s, RT.line("r", "2026-09-21T12:00:00.000Z", "D1", extra: #","photos":["\#(a)","\#(b)"]"#))
+        try s.close()
+        // Cut short: the second photo's bytes are not all there.
+        #expect(truncate(s.path + PhotoPack.suffix, off_t(PhotoPack.aligned(9_000) + 100)) == 0)
+        do {
+            let cut = try Store(path: s.path)
+            #expect(try cut.integrityCheck() != "ok")
+            #expect(try cut.photoLocation(b) != nil && !cut.photoFile.has(b))
+            _ = try cut.collectGarbage(now: Self.t0, dryRun: false)
+            #expect(try cut.wantedPhotos() == [b])
+            #expect(try cut.photo(a) == Self.photo(70, size: 9_000))
+            try cut.close()
+        }
+        #expect(unlink(s.path + PhotoPack.suffix) == 0)
+        let gone = try Store(path: s.path)
+        #expect(gone.photosForgotten == 1)
+        #expect(try gone.wantedPhotos().sorted() == [a, b].sorted())
+        #expect(try gone.integrityCheck() == "ok")
+    }
+
+    /// Pages of `path` in the page cache, and pages in all.
+    static func cachedPages(_ path: String) throws -> (cached: Int, all: Int) {
+        let size = Int(Self.size(path))
+        let fd = open(path, O_RDONLY)
+        defer { close(fd) }
+        let map = try #require(mmap(nil, size, PROT_READ, MAP_SHARED, fd, 0))
+        defer { munmap(map, size) }
+        let page = Int(sysconf(Int32(_SC_PAGESIZE)))
+        var resident = [UInt8](repeating: 0, count: (size + page - 1) / page)
+        #expect(mincore(map, size, &resident) == 0)
+        return (resident.filter { $0 & 1 != 0 }.count, resident.count)
+    }
+
+    /// Where the file system does direct I/O, a received library goes from
+    /// the writer's buffer to the disk without passing through the page
+    /// cache: after a session, almost none of the pack is resident.
+    @Test func receivedPhotosDoNotPassThroughThePageCache() throws {
+        let h = try InProcessHousehold(members: 1, start: Self.t0, onDisk: true)
+        let m = h.members[0]
+        // A file system that caches what it is given anyway (tmpfs) or takes no direct I/O is not what this is about.
+        let probe = h.dir + "/probe"
+        let block = UnsafeMutableRawPointer.allocate(byteCount: 1 << 16, alignment: PhotoPack.alignment)
+        defer { block.deallocate() }
+        block.initializeMemory(as: UInt8.self, repeating: 7, count: 1 << 16)
+        #expect(close(open(probe, O_WRONLY | O_CREAT, 0o600)) == 0)
+        let fd = fs_open_direct_write(probe)
+        guard fd >= 0 else { return }
+        let wrote = pwrite(fd, block, 1 << 16, 0)
+        close(fd)
+        guard wrote == 1 << 16, try Self.cachedPages(probe).cached == 0 else { return }
+        let count = 24, each = 512 << 10
+        var lines: [String] = []
+        do {
+            let o = try Store(path: h.owner.path)
+            for i in 0..<count {
+                let hash = try o.addPhoto(Self.photo(80 + i, size: each), now: Self.t0)
+                lines.append(RT.line("p\(i)", "2026-09-21T12:00:00.000Z", h.owner.id, extra: #","photos":["\#(hash)"]"#))
+            }
+        }
+        try h.edit(h.owner, lines)
+        let (client, _) = try h.sync(m)
+        #expect(client.photosReceived == Int64(count))
+        let pages = try Self.cachedPages(m.path + PhotoPack.suffix)
+        #expect(pages.all * 4096 >= count * each)
+        #expect(pages.cached * 10 < pages.all, "\(pages.cached) of \(pages.all) pages of the pack are in the page cache")
     }
 
     /// A file where the photo file goes that is not one is refused, untouched.

@@ -32,9 +32,11 @@ final class InProcessHousehold {
 
     var all: [Device] { [owner] + members }
 
-    init(members count: Int, start: Timestamp, ownerOffset: TimeSpan = .seconds(0)) throws {
-        // In memory where there is room: the schedules test the rules, not the disk.
-        let base = FileManager.default.isWritableFile(atPath: "/dev/shm") ? "/dev/shm" : NSTemporaryDirectory()
+    /// `onDisk`: the stores in the temporary folder, for a test of how they
+    /// reach the disk; else in memory where there is room (the schedules test
+    /// the rules, not the disk).
+    init(members count: Int, start: Timestamp, ownerOffset: TimeSpan = .seconds(0), onDisk: Bool = false) throws {
+        let base = !onDisk && FileManager.default.isWritableFile(atPath: "/dev/shm") ? "/dev/shm" : NSTemporaryDirectory()
         dir = base + "/fs-household-" + UUID().uuidString
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
         now = start
