@@ -87,6 +87,7 @@ final class PhotoPack {
         }
         var done = 0
         while done < count {
+            // Never nil: count > 0 here and the buffer holds count bytes.
             let n = pread(readFD, buffer.baseAddress! + done, count - done, off_t(offset) + off_t(done))
             if n < 0 {
                 if errno == EINTR { continue }
@@ -114,6 +115,7 @@ final class PhotoPack {
             var at = r.offset
             while at < r.offset + r.length {
                 let n = Int(min(Int64(zeros.count), r.offset + r.length - at))
+                // Never nil: zeros holds bufferBytes.
                 let w = zeros.withUnsafeBytes { pwrite(fd, $0.baseAddress!, n, off_t(at)) }
                 if w < 0 && errno == EINTR { continue }
                 guard w > 0 else { throw PhotoPack.error(.cannotWrite, path, errno, "writing zeros over a removed photo") }
@@ -199,6 +201,7 @@ final class PhotoPack {
                     var from = 0
                     while from < src.count {
                         let n = min(src.count - from, PhotoPack.bufferBytes - filled)
+                        // Never nil: from < src.count, so the chunk is not empty.
                         (buf + filled).copyMemory(from: src.baseAddress! + from, byteCount: n)
                         filled += n
                         from += n
