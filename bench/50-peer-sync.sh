@@ -5,7 +5,7 @@
 #    sync, `peer-sync join`), against a raw TLS 1.3 copy of the same bytes
 #    (openssl s_server receiving into a file, s_client sending, external PSK,
 #    TLS_AES_128_GCM_SHA256): throughput as a fraction of the raw copy's.
-#    Target: at least 0.70.
+#    Target: at least 0.90 (the raw copy does not even sync what it writes).
 # 2. Incremental sync of 100 changed records in that 100,000-record store,
 #    against a session in which nothing changed. Target: under 1 s.
 # 3. Peak RSS of both sides syncing 10,000 photos (16 KiB each, to keep the
@@ -127,7 +127,7 @@ tls_copy() {
 # being flushed, so a slow spell of the machine does not fall on one side only.
 best_sync="" best_tls="" all_sync="" all_tls=""
 for t in $(seq "$trials"); do
-    rm -f "$work/full-member.db" "$work/full-member.db-wal" "$work/full-member.db-shm" "$work/full-member.db-photos" "$work/full-member.db-photos-journal"
+    rm -f "$work/full-member.db" "$work/full-member.db-wal" "$work/full-member.db-shm" "$work/full-member.db-photos" "$work/full-member.db-photos-journal" "$work/full-member.db-photos-pack"
     [ "$t" -gt 1 ] && "$bin/pair-qr" --db "$work/full-owner.db" --ttl 1h --format text -o "$work/full-offer.txt" > "$work/full-offer.json"
     sync
     join_timed full
@@ -141,7 +141,7 @@ for t in $(seq "$trials"); do
 done
 awk -v b="$bytes" -v s="$best_sync" -v a="$best_tls" -v p="$photos" -v r="$records" 'BEGIN {
     printf "full sync, %d photos of 1 MB + %d records (%.0f MB): peer-sync %.2f s (%.0f MB/s), raw TLS 1.3 copy %.2f s (%.0f MB/s)\n", p, r, b / 1e6, s, b / 1e6 / s, a, b / 1e6 / a
-    printf "  ratio: peer-sync throughput = %.2f x raw TLS copy (target >= 0.70)\n", a / s
+    printf "  ratio: peer-sync throughput = %.2f x raw TLS copy (target >= 0.90)\n", a / s
 }'
 echo "  trials (s): peer-sync$all_sync; raw TLS copy$all_tls"
 
