@@ -51,7 +51,7 @@ extension Store {
     /// unavailable to a peer, and tombstone-gc sets the store right).
     func photoLocation(_ sha256: String) throws -> (offset: Int64, size: Int)? {
         guard try hasPhoto(sha256) else { return nil }
-        return try photoFile.location(sha256)
+        return try photoFile.readableLocation(sha256)
     }
 
     /// Keeps a received photo, `size` bytes arriving as `chunks`, whose bytes

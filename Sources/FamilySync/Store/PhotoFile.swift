@@ -237,7 +237,7 @@ final class PhotoFile {
         commitDue = nil
     }
 
-    /// Where a photo's bytes are in the pack, and how many.
+    /// Where a photo's bytes are in the pack, and how many, as the index says.
     func location(_ sha256: String) throws -> (offset: Int64, size: Int)? {
         let s = try db.prepare("SELECT offset, size FROM photo_pack WHERE sha256 = ?")
         try s.bind([.text(sha256)])
@@ -245,8 +245,15 @@ final class PhotoFile {
         return try s.step() ? (s.int64(0), Int(s.int64(1))) : nil
     }
 
+    /// The same, only when the pack reaches to the photo's last byte: a
+    /// photo whose bytes are not all there is not read, or sent, at all.
+    func readableLocation(_ sha256: String) throws -> (offset: Int64, size: Int)? {
+        guard let loc = try location(sha256), try pack.reaches(loc.offset + Int64(loc.size)) else { return nil }
+        return loc
+    }
+
     func bytes(_ sha256: String) throws -> [UInt8]? {
-        guard let (offset, size) = try location(sha256) else { return nil }
+        guard let (offset, size) = try readableLocation(sha256) else { return nil }
         var out = [UInt8](repeating: 0, count: size)
         try out.withUnsafeMutableBytes { try pack.read(into: $0, count: size, at: offset) }
         return out
@@ -301,10 +308,7 @@ final class PhotoFile {
     }
 
     /// Whether the photo is indexed and the pack reaches to its last byte.
-    func has(_ sha256: String) throws -> Bool {
-        guard let (offset, size) = try location(sha256) else { return false }
-        return offset + Int64(size) <= pack.fileSize() ?? 0
-    }
+    func has(_ sha256: String) throws -> Bool { try readableLocation(sha256) != nil }
 
     /// What is wrong with the pack as the index names it, or nil when nothing is.
     func packCheck() throws -> String? {
@@ -332,6 +336,7 @@ final class PhotoFile {
         defer { out.close() }
         var copied: Set<String> = []
         var buffer: [UInt8] = []
+        let packSize = pack.fileSize() ?? 0
         try copy.transaction {
             try out.startAppending(at: 0)
             try db.readTransaction {
@@ -341,6 +346,8 @@ final class PhotoFile {
                     let h = s.text(0)
                     guard wanted.contains(h) else { continue }
                     let (offset, size) = (s.int64(2), Int(s.int64(3)))
+                    // Bytes the pack does not reach are not copied; the copy wants that photo again.
+                    guard offset + Int64(size) <= packSize else { continue }
                     // One photo at a time, through one buffer as large as the largest.
                     if buffer.count < size { buffer = [UInt8](repeating: 0, count: size) }
                     try buffer.withUnsafeMutableBytes { try pack.read(into: $0, count: size, at: offset) }

@@ -74,6 +74,13 @@ final class PhotoPack {
         appender?.abandon()
     }
 
+    /// Whether the file holds bytes up to `end` (those appended here and
+    /// still in the buffer are written out first).
+    func reaches(_ end: Int64) throws -> Bool {
+        if let a = appender, a.buffersAnything(before: end) { try a.writeOut(path: path) }
+        return end <= fileSize() ?? 0
+    }
+
     /// Reads `count` bytes at `offset` into `buffer`. Throws when the pack
     /// ends before them (a pack cut short, or put back from another copy).
     func read(into buffer: UnsafeMutableRawBufferPointer, count: Int, at offset: Int64) throws {
