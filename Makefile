@@ -72,11 +72,11 @@ test: test-deps c-warnings
 	    $(SWIFT) test --skip-build --filter EndToEndTests
 
 # The C glue must compile without a warning (SwiftPM builds it without -Wall).
-C_SOURCES := $(wildcard Sources/JPEGGlue/*.c Sources/FileGlue/*.c)
+C_SOURCES := $(wildcard Sources/JPEGGlue/*.c Sources/SystemGlue/*.c)
 CXX_SOURCES := $(wildcard Sources/ZXingBridge/*.cpp)
 c-warnings: deps
 	@for f in $(C_SOURCES); do \
-	    $${CC:-cc} -std=c11 -Wall -Wextra -Werror -fsyntax-only -ISources/JPEGGlue/include -ISources/FileGlue/include $$f || exit 1; \
+	    $${CC:-cc} -std=c11 -Wall -Wextra -Werror -fsyntax-only -ISources/JPEGGlue/include -ISources/SystemGlue/include $$f || exit 1; \
 	done
 	@for f in $(CXX_SOURCES); do \
 	    $${CXX:-c++} -std=c++17 -Wall -Wextra -Werror -fsyntax-only -ISources/ZXingBridge/include $$(pkg-config --cflags zxing) $$f || exit 1; \

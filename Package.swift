@@ -30,11 +30,11 @@ let package = Package(
         // The shared core: records and the LWW rule, the store, crypto, entitlement, pairing offers, sync.
         .target(
             name: "FamilySync",
-            dependencies: ["COpenSSL", "CSQLite", "FileGlue"]
+            dependencies: ["COpenSSL", "CSQLite", "SystemGlue"]
         ),
-        // Linux file calls glibc declares only with _GNU_SOURCE (direct I/O,
-        // punching holes), for the photo pack. Kept -Wall -Wextra clean (`make c-warnings`).
-        .target(name: "FileGlue"),
+        // glibc calls Swift's Glibc module does not bring: direct I/O and punching
+        // holes for the photo pack, malloc's arena limit. Kept -Wall -Wextra clean (`make c-warnings`).
+        .target(name: "SystemGlue"),
         // The core's image half: reading PNG/JPEG/PNM, drawing and decoding QR codes. Its own
         // target so only pair-qr and pair-scan load libzbar (and with it X11, dbus, v4l), libZXing,
         // libqrencode, libpng and libjpeg; the other tools start faster without them.
@@ -47,7 +47,7 @@ let package = Package(
         // clean (`make c-warnings`).
         .target(name: "JPEGGlue", dependencies: ["CJPEG"]),
         // Command-line support shared by the six tools; the core never imports it.
-        .target(name: "FamilySyncCLI", dependencies: ["FamilySync"]),
+        .target(name: "FamilySyncCLI", dependencies: ["FamilySync", "SystemGlue"]),
 
         // One entry point per parser of outside bytes, shared by libFuzzer (Fuzzing/) and the replay tests.
         .target(name: "FamilySyncFuzz", dependencies: ["FamilySync", "FamilySyncImaging", "FamilySyncCLI"]),

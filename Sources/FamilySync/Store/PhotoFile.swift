@@ -36,7 +36,7 @@ final class PhotoFile {
     static let stagingLimit = TimeSpan(milliseconds: 1000)
     /// Each connection's page cache for the index, in KiB: it holds a row per
     /// photo, and a session runs two connections to it.
-    static let cacheKiB = 256
+    static let cacheKiB = 64
     /// Tells a photo file from a store and from anything else ("FSPH").
     static let applicationID: Int32 = 0x4653_5048
     /// The index's format (its `user_version`): the bytes are in the pack. A
@@ -85,6 +85,9 @@ final class PhotoFile {
             // opened for reading: what only reads works, and a write says read-only.
             let writable = access(path, W_OK) == 0 || errno != EACCES
             db = try Database(path: path, flags: (writable ? SQLITE_OPEN_READWRITE : SQLITE_OPEN_READONLY) | SQLITE_OPEN_NOMUTEX)
+            // An index of small rows, read and written a row at a time: a session
+            // holds two connections to it, which need no memory of their own for that.
+            _ = fs_sqlite_no_lookaside(db.handle)
             let app = Int32(truncatingIfNeeded: try db.scalarInt("PRAGMA application_id") ?? 0)
             if app != PhotoFile.applicationID {
                 guard app == 0, try db.scalarInt("SELECT count(*) FROM sqlite_schema") == 0 else {

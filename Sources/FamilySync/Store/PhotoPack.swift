@@ -1,4 +1,4 @@
-import FileGlue
+import SystemGlue
 import FoundationEssentials
 import Glibc
 
@@ -21,9 +21,10 @@ final class PhotoPack {
     /// Every photo starts at a multiple of this: the block size direct I/O
     /// needs, for file offsets, lengths and the buffer's address alike.
     static let alignment = 4096
-    /// The append buffer: direct writes of this size run near the disk's
-    /// speed where smaller ones wait on each write's round trip.
-    static let bufferBytes = 1 << 20
+    /// The append buffer: direct writes of this size keep well ahead of a
+    /// session on a home network (smaller ones wait on each write's round
+    /// trip), and it is all the memory appending takes.
+    static let bufferBytes = 256 << 10
 
     let path: String
     private var readFD: Int32 = -1

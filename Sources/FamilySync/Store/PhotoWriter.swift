@@ -17,7 +17,7 @@ import Glibc
 final class PhotoWriter: @unchecked Sendable {
     /// Photo bytes handed over and not yet in the writer's transaction after
     /// which `submit` waits: bounds what the queue adds to memory.
-    static let queueBytes = 2 << 20
+    static let queueBytes = 1 << 20
 
     /// A photo as the frames brought it: the chunks are slices of their
     /// payloads, copied once, into the pack's buffer.

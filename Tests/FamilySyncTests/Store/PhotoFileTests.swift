@@ -1,6 +1,6 @@
 import Foundation
 import Glibc
-import FileGlue
+import SystemGlue
 import Testing
 @testable import FamilySync
 
