@@ -107,7 +107,7 @@ extension ToolError {
         if e.isUnreachable { return .unavailable }
         switch e.kind {
         case .protocolViolation, .peerReportedError, .wrongFamily, .transportGarbage: return .dataError
-        case .refused, .refusedRevoked, .unknownToOwner, .keyNotAccepted, .revoked, .revokedByRoster, .notAMember, .ownerKeyDiffers: return .noPermission
+        case .refused, .refusedRevoked, .unknownToOwner, .keyNotAccepted, .reachedItself, .revoked, .revokedByRoster, .notAMember, .ownerKeyDiffers: return .noPermission
         case .noOtherDevice, .notLocalAddress: return .usage
         case .acceptFailed, .storeFailed: return .ioError
         default: return .software

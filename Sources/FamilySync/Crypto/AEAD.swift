@@ -59,3 +59,28 @@ enum AES256GCM {
         return out
     }
 }
+
+extension AES256GCM {
+    /// A fresh random nonce, then `plaintext` sealed under it: a name only a
+    /// holder of `key` can read, and no two alike even for the same plaintext.
+    static func sealWithFreshNonce(_ plaintext: [UInt8], key: SecretBytes, aad: [UInt8]) throws -> [UInt8] {
+        let nonce = try secureRandomBytes(nonceBytes)
+        return nonce + (try plaintext.withUnsafeBytes { try seal($0, key: key, nonce: nonce, aad: aad) })
+    }
+
+    /// Opens `nonce ‖ ciphertext ‖ tag` with each of `keys` in turn: the
+    /// index of the first whose tag authenticates it, with the plaintext, or
+    /// nil when none does. One tag check per key: the work is bounded by
+    /// the number of keys a caller gives.
+    static func openWithAny(_ box: [UInt8], keys: [SecretBytes], aad: [UInt8]) throws -> (index: Int, plaintext: [UInt8])? {
+        guard box.count >= nonceBytes + tagBytes else { return nil }
+        let nonce = Array(box[0..<nonceBytes])
+        return try box.withUnsafeBytes { all in
+            let sealed = UnsafeRawBufferPointer(rebasing: all[nonceBytes...])
+            for (i, k) in keys.enumerated() {
+                if let p = try open(sealed, key: k, nonce: nonce, aad: aad) { return (i, p) }
+            }
+            return nil
+        }
+    }
+}
