@@ -116,13 +116,48 @@ public enum SessionIdentity: Equatable, Sendable {
         }
     }
 
+    /// The identity that redeems `offer` (a pairing join), sealed under its nonce.
+    public static func pairing(_ offer: PairingOffer) throws -> [UInt8] {
+        try SessionIdentity.pair.sealed(family: offer.family, under: HeldKey(.offer(nonce: offer.nonce), secret: SecretBytes(offer.nonce.utf8)))
+    }
+
     /// The identity a protocol version 3 client sends, in clear; only the
     /// fault that makes this build speak the previous version sends it.
-    static func previousVersionText(family: String, client: String, server: String, epoch: Int64) -> [UInt8] {
+    public static func previousVersionText(family: String, client: String, server: String, epoch: Int64) -> [UInt8] {
         Array("FS1 S \(family) \(client) \(server) \(epoch)".utf8)
     }
-    static func previousVersionText(family: String, nonce: String) throws -> [UInt8] {
-        Array("FS1 P \(family) \(try SessionKeys.offerTag(nonce: nonce, family: family))".utf8)
+    static func previousVersionText(_ offer: PairingOffer) throws -> [UInt8] {
+        Array("FS1 P \(offer.family) \(try SessionKeys.offerTag(nonce: offer.nonce, family: offer.family))".utf8)
+    }
+}
+
+extension Store {
+    /// The identity, sealed (§3.3), and the PSK this store offers a session
+    /// with `server`: the owner, a member's device key; a member, its own
+    /// device key with the owner, the family key with another member.
+    /// `previousVersion`: version 3's identity in clear (a fault for tests).
+    public func sessionCredentials(server: String, previousVersion: Bool = false) throws -> (identity: [UInt8], psk: SecretBytes) {
+        guard let fam = try family() else { throw StoreError(.noFamily, path: path) }
+        let me = try deviceID, epoch = try familyEpoch
+        let held: HeldKey
+        let psk: SecretBytes
+        if fam.role == .owner {
+            guard let dev = try device(server), dev.revokedAt == nil, let k = try memberDeviceKey(server) else {
+                throw SyncError(.notAMember, peer: server)
+            }
+            held = HeldKey(.device(member: server), secret: k)
+            psk = try SessionKeys.devicePSK(deviceKey: k, family: fam.id, client: me, server: server)
+        } else if server == fam.ownerDevice {
+            guard let k = try ownDeviceKey() else { throw StoreError(.noDeviceKey, path: path) }
+            held = HeldKey(.device(member: me), secret: k)
+            psk = try SessionKeys.devicePSK(deviceKey: k, family: fam.id, client: me, server: server)
+        } else {
+            guard let fk = try familySecret() else { throw StoreError(.noFamilyKey, path: path) }
+            held = HeldKey(.family(epoch: epoch), secret: fk)
+            psk = try SessionKeys.familyPSK(familyKey: fk, family: fam.id, epoch: epoch, client: me, server: server)
+        }
+        if previousVersion { return (SessionIdentity.previousVersionText(family: fam.id, client: me, server: server, epoch: epoch), psk) }
+        return (try SessionIdentity.sync(client: me, server: server).sealed(family: fam.id, under: held), psk)
     }
 }
 

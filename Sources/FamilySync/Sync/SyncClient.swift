@@ -105,7 +105,7 @@ public final class SyncClient {
         while true {
             attempt += 1
             defer { endTransport() }
-            let (identity, key) = try sessionKey(server: guess, family: fam, me: me)
+            let (identity, key) = try store.sessionCredentials(server: guess, previousVersion: options.faults.contains(.speakPreviousVersion))
             let channel = try open(identity, key)
             if !channel.tls.isAuthenticated {
                 let notice = try readNotice(channel, from: name)
@@ -204,33 +204,6 @@ public final class SyncClient {
         let members = devices.sorted { ($0.lastSyncedAt?.milliseconds ?? 0) > ($1.lastSyncedAt?.milliseconds ?? 0) }
         guard let first = members.first else { throw SyncError(.noOtherDevice) }
         return first.deviceID
-    }
-
-    /// The identity, sealed (§3.3), and the PSK for a session with `server`.
-    private func sessionKey(server: String, family: FamilyInfo, me: String) throws -> ([UInt8], SecretBytes) {
-        let epoch = try store.familyEpoch
-        let held: HeldKey
-        let psk: SecretBytes
-        if family.role == .owner {
-            guard let dev = try store.device(server), dev.revokedAt == nil, let k = try store.memberDeviceKey(server) else {
-                throw SyncError(.notAMember, peer: server)
-            }
-            _ = dev
-            held = HeldKey(.device(member: server), secret: k)
-            psk = try SessionKeys.devicePSK(deviceKey: k, family: family.id, client: me, server: server)
-        } else if server == family.ownerDevice {
-            guard let k = try store.ownDeviceKey() else { throw StoreError(.noDeviceKey, path: store.path) }
-            held = HeldKey(.device(member: me), secret: k)
-            psk = try SessionKeys.devicePSK(deviceKey: k, family: family.id, client: me, server: server)
-        } else {
-            guard let fk = try store.familySecret() else { throw StoreError(.noFamilyKey, path: store.path) }
-            held = HeldKey(.family(epoch: epoch), secret: fk)
-            psk = try SessionKeys.familyPSK(familyKey: fk, family: family.id, epoch: epoch, client: me, server: server)
-        }
-        if options.faults.contains(.speakPreviousVersion) {
-            return (SessionIdentity.previousVersionText(family: family.id, client: me, server: server, epoch: epoch), psk)
-        }
-        return (try SessionIdentity.sync(client: me, server: server).sealed(family: family.id, under: held), psk)
     }
 
     /// TCP connect and TLS handshake. Nobody listening: exit 69 with the standard message.
@@ -460,8 +433,7 @@ public final class SyncClient {
         while true {
             attempt += 1
             // Sealed anew for every try, so no two tries are alike (§3.3).
-            let identity = options.faults.contains(.speakPreviousVersion) ? try SessionIdentity.previousVersionText(family: offer.family, nonce: offer.nonce)
-                : try SessionIdentity.pair.sealed(family: offer.family, under: HeldKey(.offer(nonce: offer.nonce), secret: SecretBytes(offer.nonce.utf8)))
+            let identity = options.faults.contains(.speakPreviousVersion) ? try SessionIdentity.previousVersionText(offer) : try SessionIdentity.pairing(offer)
             let channel = try open(address, identity: identity, key: key)
             if !channel.tls.isAuthenticated {
                 switch try readNotice(channel, from: address.description) {

@@ -395,7 +395,7 @@ final class ServerGate: @unchecked Sendable {
         readerLock.lock()
         defer { readerLock.unlock() }
         do {
-            let version = try reader.db.scalarInt("PRAGMA data_version") ?? 0
+            let version = try reader.dataVersion
             if keys?.version != version { keys = try GateKeys(store: reader, version: version) }
             // Never nil: set just above.
             return try ServerGate.decide(identity, keys: keys!, store: reader, now: clock.now())
