@@ -120,8 +120,8 @@ public struct SyncError: Error, CustomStringConvertible, Sendable {
         var e: SyncError
         switch r.reason {
         case .unknownKey where fam.role == .member && guess == fam.ownerDevice && answered == guess:
-            e = SyncError(.unknownToOwner, peer: name, detail: "the owner's device holds no key for this device: it was never admitted there, "
-                          + "or was admitted after the copy the owner's store was restored from")
+            e = SyncError(.unknownToOwner, peer: name, detail: "the owner's device holds no key for this device: it never admitted this device, "
+                          + "or admitted it after the copy its store was restored from (or this store's device key is not the one it issued)")
         case .unknownKey:
             e = SyncError(.refused, peer: name, detail: "\(r.message): it is not a device of this family, or one of the two holds a family key "
                           + "the other does not (a device revoked, or one that missed a revocation: sync with the owner's device first)", reason: r.reason.rawValue)
