@@ -159,7 +159,8 @@ import FamilySync
         let r = try Tools.run("peer-sync", ["connect", "--db", a, "--events", dir.file("a.events"), relay.address], timeout: 60)
         #expect(r.status == 0, "\(r.err)")
         let aEvents = (try? String(contentsOfFile: dir.file("a.events"), encoding: .utf8)) ?? ""
-        #expect(aEvents.contains("\"peer-hint\"") && aEvents.contains(try Household.device(b)), "\(aEvents)")
+        let bID = try Household.device(b)
+        #expect(aEvents.contains("\"peer-hint\"") && aEvents.contains(bID), "\(aEvents)")
         let hellos = relay.hellos.withLock { $0 }
         #expect(hellos.count == 2)
         let copied = try hellos.map { try Self.identityAndRandom($0).identity }
@@ -224,7 +225,8 @@ import FamilySync
             }
             #expect(listener.wait(timeout: 30) == 0, "\(String(decoding: FileManager.default.contents(atPath: listener.stderrPath) ?? Data(), as: UTF8.self))")
             let d = try lab.run(1, "peer-sync", ["discover", "--db", kid, "--now", now.rfc3339])
-            #expect(d.status == 0 && d.json?["devices"]?.arrayValue?.first?["device"]?.stringValue == (try Household.device(owner)), "day \(day): \(d.out) \(d.err)")
+            let ownerID = try Household.device(owner)
+            #expect(d.status == 0 && d.json?["devices"]?.arrayValue?.first?["device"]?.stringValue == ownerID, "day \(day): \(d.out) \(d.err)")
             kill(serve.pid, SIGTERM)
             #expect(serve.wait(timeout: 20) == 143)
             let text = (try? String(contentsOfFile: listener.stdoutPath, encoding: .utf8)) ?? ""

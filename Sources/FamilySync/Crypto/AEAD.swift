@@ -72,15 +72,55 @@ extension AES256GCM {
     /// index of the first whose tag authenticates it, with the plaintext, or
     /// nil when none does. One tag check per key: the work is bounded by
     /// the number of keys a caller gives.
-    static func openWithAny(_ box: [UInt8], keys: [SecretBytes], aad: [UInt8]) throws -> (index: Int, plaintext: [UInt8])? {
+    static func openWithAny(_ box: [UInt8], keys: [AES256GCMKey], aad: [UInt8]) throws -> (index: Int, plaintext: [UInt8])? {
         guard box.count >= nonceBytes + tagBytes else { return nil }
-        let nonce = Array(box[0..<nonceBytes])
         return try box.withUnsafeBytes { all in
+            let nonce = UnsafeRawBufferPointer(rebasing: all[0..<nonceBytes])
             let sealed = UnsafeRawBufferPointer(rebasing: all[nonceBytes...])
             for (i, k) in keys.enumerated() {
-                if let p = try open(sealed, key: k, nonce: nonce, aad: aad) { return (i, p) }
+                if let p = try k.open(sealed, nonce: nonce, aad: aad) { return (i, p) }
             }
             return nil
         }
+    }
+}
+
+/// One AES-256-GCM key, its schedule made once, for a receiver that tries
+/// the same keys on many small boxes (identities, headers): each try then
+/// costs only the counter blocks and the tag. Used by one thread at a time.
+final class AES256GCMKey {
+    private let ctx: OpaquePointer
+
+    init(_ key: SecretBytes) throws {
+        precondition(key.count == AES256GCM.keyBytes, "AES-256-GCM key of the wrong size")
+        guard let c = EVP_CIPHER_CTX_new() else { throw OpenSSLError("EVP_CIPHER_CTX_new") }
+        ctx = c
+        let ok = key.withUnsafeBytes { k in EVP_DecryptInit_ex(c, EVP_aes_256_gcm(), nil, k.baseAddress?.assumingMemoryBound(to: UInt8.self), nil) == 1 }
+        guard ok else { EVP_CIPHER_CTX_free(c); throw OpenSSLError("AES-256-GCM key") }
+    }
+
+    deinit { EVP_CIPHER_CTX_free(ctx) }
+
+    /// The plaintext of ciphertext ‖ tag, or nil when the tag does not authenticate it.
+    func open(_ sealed: UnsafeRawBufferPointer, nonce: UnsafeRawBufferPointer, aad: [UInt8]) throws -> [UInt8]? {
+        precondition(nonce.count == AES256GCM.nonceBytes, "AES-256-GCM nonce of the wrong size")
+        guard sealed.count >= AES256GCM.tagBytes else { return nil }
+        let length = sealed.count - AES256GCM.tagBytes
+        var out = [UInt8](repeating: 0, count: max(1, length))
+        var n: Int32 = 0, tail: Int32 = 0
+        let tag = UnsafeMutableRawPointer(mutating: sealed.baseAddress! + length)
+        let setUp: Bool = out.withUnsafeMutableBufferPointer { o in
+            EVP_DecryptInit_ex(ctx, nil, nil, nil, nonce.baseAddress?.assumingMemoryBound(to: UInt8.self)) == 1
+                && (aad.isEmpty || EVP_DecryptUpdate(ctx, nil, &n, aad, Int32(aad.count)) == 1)
+                && (length == 0 || EVP_DecryptUpdate(ctx, o.baseAddress, &n, sealed.baseAddress?.assumingMemoryBound(to: UInt8.self), Int32(length)) == 1)
+                && EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_SET_TAG, Int32(AES256GCM.tagBytes), tag) == 1
+        }
+        guard setUp else { throw OpenSSLError("AES-256-GCM open") }
+        let authentic = out.withUnsafeMutableBufferPointer { o in EVP_DecryptFinal_ex(ctx, o.baseAddress.map { $0 + Int(length == 0 ? 0 : n) }, &tail) == 1 }
+        // A tag that does not match is an answer, not an error of OpenSSL's.
+        OpenSSLError.drain()
+        guard authentic else { return nil }
+        out.removeLast(out.count - length)
+        return out
     }
 }

@@ -41,14 +41,16 @@ public struct HeldKey: Sendable {
 /// The keys a receiver tries on a sealed name, derived once from what it
 /// holds. Opening costs one AES-256-GCM tag check per key, so the work a
 /// stranger can cause with one name is bounded by how many keys are held
-/// (`Store.heldKeys`, at most `SyncLimits.maxTrialKeys`).
+/// (`Store.heldKeys`, at most `SyncLimits.maxTrialKeys`). Its key schedules
+/// are made once, so it is used by one thread at a time (the server's
+/// under its reader's lock).
 struct TrialKeys {
     let held: [HeldKey]
-    private let sealing: [SecretBytes]
+    private let sealing: [AES256GCMKey]
 
     init(_ held: [HeldKey], family: String, use: HeldKey.Use) throws {
         self.held = held
-        sealing = try held.map { try $0.sealingKey(family: family, for: use) }
+        sealing = try held.map { try AES256GCMKey($0.sealingKey(family: family, for: use)) }
     }
 
     /// The key `box` (nonce ‖ ciphertext ‖ tag) was sealed under, with its plaintext; nil when none of these.
@@ -177,7 +179,7 @@ enum IdentityHint {
 
     /// The device a hint names, or nil when it is not one this key sealed for `identity`.
     static func open(_ hint: String, key: SecretBytes, identity: [UInt8]) throws -> String? {
-        guard let box = Hex.decode(hint), let (_, p) = try AES256GCM.openWithAny(box, keys: [key], aad: identity), p.count == 16 else { return nil }
+        guard let box = Hex.decode(hint), let (_, p) = try AES256GCM.openWithAny(box, keys: [try AES256GCMKey(key)], aad: identity), p.count == 16 else { return nil }
         return DeviceIDBytes.decode(p[...])
     }
 }
