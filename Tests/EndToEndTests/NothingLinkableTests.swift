@@ -47,7 +47,10 @@ import FamilySync
             var chunk = [UInt8](repeating: 0, count: 16384)
             while true {
                 let n = chunk.withUnsafeMutableBytes { Glibc.read(from.fd, $0.baseAddress, $0.count) }
-                if n < 0 && errno == EINTR { continue }
+                if n < 0 && (errno == EINTR || errno == EAGAIN) {
+                    guard (try? from.wait(for: Int16(POLLIN), deadline: Deadline(after: .seconds(60)))) == true else { break }
+                    continue
+                }
                 guard n > 0 else { break }
                 if !kept {
                     first += chunk[0..<n]
@@ -60,7 +63,10 @@ import FamilySync
                 var off = 0
                 while off < n {
                     let w = chunk.withUnsafeBytes { Glibc.write(to.fd, $0.baseAddress! + off, n - off) }
-                    if w < 0 && errno == EINTR { continue }
+                    if w < 0 && (errno == EINTR || errno == EAGAIN) {
+                        guard (try? to.wait(for: Int16(POLLOUT), deadline: Deadline(after: .seconds(60)))) == true else { return }
+                        continue
+                    }
                     guard w > 0 else { return }
                     off += w
                 }
@@ -211,14 +217,15 @@ import FamilySync
             let listener = try BackgroundRun("/usr/sbin/ip", ["netns", "exec", lab.devices[1], "/usr/bin/python3", "-c", Self.passiveListener,
                                                              lab.address(1), "\(host).local", "7"], dir: dir, name: "listen\(day)")
             usleep(300_000)
+            // The owner's family (and the offer the member redeems) before serve starts.
+            let offer = day == 0 ? try lab.run(0, "pair-qr", ["--db", owner, "--format", "text", "-o", dir.file("pair.txt")]) : nil
             let serve = try BackgroundRun("/usr/bin/unshare", ["--uts", "/bin/sh", "-c",
                                                                "hostname \(host) && exec \(NetworkLab.ip) netns exec \"$0\" \"$1\" serve --db \"$2\" --now \"$3\"",
                                                                lab.devices[0], Tools.path("peer-sync"), owner, now.rfc3339], dir: dir, name: "serve\(day)")
             defer { if serve.process.isRunning { kill(serve.pid, SIGKILL) } }
             if day == 0 {
-                try HouseholdNetworkTests.waitFor("serve to listen") { (try? String(contentsOfFile: serve.stderrPath, encoding: .utf8))?.contains("listening on") == true }
-                let offer = try lab.run(0, "pair-qr", ["--db", owner, "--format", "text", "-o", dir.file("pair.txt")])
-                let j = try lab.run(1, "peer-sync", ["join", "--db", kid, "--now", now.rfc3339], input: offer.json!["qr"]!.stringValue! + "\n")
+                try HouseholdNetworkTests.waitFor("serve to listen") { serve.err.contains("listening on") }
+                let j = try lab.run(1, "peer-sync", ["join", "--db", kid, "--now", now.rfc3339], input: offer!.json!["qr"]!.stringValue! + "\n")
                 #expect(j.status == 0, "\(j.err)")
                 // An offer stays open for the rest of the day's capture.
                 #expect(try lab.run(0, "pair-qr", ["--db", owner, "--format", "text", "-o", dir.file("pair2.txt")]).status == 0)

@@ -2,7 +2,9 @@ import COpenSSL
 
 /// AES-256-GCM (NIST SP 800-38D) from OpenSSL's EVP interface: 32-byte key,
 /// 12-byte nonce, 16-byte tag after the ciphertext. Bundles are sealed with
-/// it, a chunk at a time (BundleFile.swift).
+/// it, a chunk at a time (BundleFile.swift), and so are the names a stranger
+/// must not read: PSK identities, notices' hints and bundle headers
+/// (SessionIdentity.swift).
 enum AES256GCM {
     static let keyBytes = 32
     static let nonceBytes = 12
@@ -34,29 +36,8 @@ enum AES256GCM {
     /// The plaintext of ciphertext ‖ tag, or nil when the tag does not
     /// authenticate it (a changed, cut or foreign chunk): fails closed.
     static func open(_ sealed: UnsafeRawBufferPointer, key: SecretBytes, nonce: [UInt8], aad: [UInt8]) throws -> [UInt8]? {
-        precondition(key.count == keyBytes && nonce.count == nonceBytes, "AES-256-GCM key or nonce of the wrong size")
-        guard sealed.count >= tagBytes else { return nil }
-        guard let ctx = EVP_CIPHER_CTX_new() else { throw OpenSSLError("EVP_CIPHER_CTX_new") }
-        defer { EVP_CIPHER_CTX_free(ctx) }
-        let length = sealed.count - tagBytes
-        var out = [UInt8](repeating: 0, count: max(1, length))
-        var tag = Array(sealed[length...])
-        var n: Int32 = 0, tail: Int32 = 0
-        let setUp: Bool = key.withUnsafeBytes { k in
-            out.withUnsafeMutableBufferPointer { o in
-                EVP_DecryptInit_ex(ctx, EVP_aes_256_gcm(), nil, k.baseAddress?.assumingMemoryBound(to: UInt8.self), nonce) == 1
-                    && (aad.isEmpty || EVP_DecryptUpdate(ctx, nil, &n, aad, Int32(aad.count)) == 1)
-                    && (length == 0 || EVP_DecryptUpdate(ctx, o.baseAddress, &n, sealed.baseAddress?.assumingMemoryBound(to: UInt8.self), Int32(length)) == 1)
-                    && EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_SET_TAG, Int32(tagBytes), &tag) == 1
-            }
-        }
-        guard setUp else { throw OpenSSLError("AES-256-GCM open") }
-        let authentic = out.withUnsafeMutableBufferPointer { o in EVP_DecryptFinal_ex(ctx, o.baseAddress.map { $0 + Int(length == 0 ? 0 : n) }, &tail) == 1 }
-        // A tag that does not match is an answer, not an error of OpenSSL's.
-        OpenSSLError.drain()
-        guard authentic else { return nil }
-        out.removeLast(out.count - length)
-        return out
+        precondition(nonce.count == nonceBytes, "AES-256-GCM nonce of the wrong size")
+        return try nonce.withUnsafeBytes { try AES256GCMKey(key).open(sealed, nonce: $0, aad: aad) }
     }
 }
 

@@ -61,13 +61,4 @@ public struct ServiceAdvertisement: Sendable, Equatable {
         let tags = try DiscoveryTags(familyKey: key, family: fam.id)
         return ServiceAdvertisement(instance: tags.deviceTag(try store.deviceID, day: DiscoveryTags.day(now)), port: port, txt: ["v=\(SyncProtocol.version)"])
     }
-
-    /// The value of TXT key `k` in `strings`, if present.
-    public static func txtValue(_ k: String, in strings: [[UInt8]]) -> String? {
-        for s in strings {
-            let text = String(decoding: s, as: UTF8.self)
-            if text.lowercased().hasPrefix(k + "=") { return String(text.dropFirst(k.count + 1)) }
-        }
-        return nil
-    }
 }

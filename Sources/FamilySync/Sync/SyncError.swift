@@ -120,8 +120,15 @@ public struct SyncError: Error, CustomStringConvertible, Sendable {
         var e: SyncError
         switch r.reason {
         case .unknownKey where fam.role == .member && guess == fam.ownerDevice && answered == guess:
+            // Its hint says the owner's device answered, under this device's own family key.
             e = SyncError(.unknownToOwner, peer: name, detail: "the owner's device holds no key for this device: it never admitted this device, "
                           + "or admitted it after the copy its store was restored from (or this store's device key is not the one it issued)")
+        case .unknownKey where fam.role == .member && guess == fam.ownerDevice:
+            // No hint it can read: it may be the owner's device under a family key this one lacks, or another's.
+            e = SyncError(.refused, peer: name, detail: "\(r.message): if it is the owner's device, it never admitted this device or admitted it after "
+                          + "the copy its store was restored from (then the owner makes a new offer (pair-qr) and this store redeems it with 'peer-sync join'); "
+                          + "if it is another device of this family, one of the two holds a family key the other does not (sync with the owner's device first); "
+                          + "else it is another family's device", reason: r.reason.rawValue)
         case .unknownKey:
             e = SyncError(.refused, peer: name, detail: "\(r.message): it is not a device of this family, or one of the two holds a family key "
                           + "the other does not (a device revoked, or one that missed a revocation: sync with the owner's device first)", reason: r.reason.rawValue)
