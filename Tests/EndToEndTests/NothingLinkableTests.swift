@@ -199,6 +199,23 @@ import FamilySync
         #expect(notices.allSatisfy { $0["device"] == nil })
     }
 
+    /// §5.2: a member that connects to an address where its own serve
+    /// listens reads its own ID in the hint of the notice, says so, and
+    /// changes nothing; nothing in the notice names it to anyone else.
+    @Test func aDeviceThatReachesItselfSaysSo() throws {
+        let dir = TempDir()
+        let (_, member, server) = try PeerSyncFaultTests.pair(dir)
+        defer { server.stop() }
+        let own = try ServeProcess(db: member, dir: dir, name: "own")
+        defer { own.stop() }
+        let before = try Household.fingerprint(member)
+        let r = try Tools.run("peer-sync", ["connect", "--db", member, "--wait", "0s", own.address], timeout: 60)
+        #expect(r.status == 77, "\(r.err)")
+        #expect(r.err.contains("\(own.address) is this device itself"), "\(r.err)")
+        own.stop()
+        #expect(try Household.fingerprint(member) == before)
+    }
+
     /// §12a: a passive listener on the household network, over two days of
     /// serve's clock (`--now`), with an offer open on the first: no record
     /// carries the family, a device or the machine's name (which it also
