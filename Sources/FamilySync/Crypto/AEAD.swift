@@ -89,6 +89,7 @@ final class AES256GCMKey {
         let length = sealed.count - AES256GCM.tagBytes
         var out = [UInt8](repeating: 0, count: max(1, length))
         var n: Int32 = 0, tail: Int32 = 0
+        // Never nil: `sealed` holds at least the tag's 16 bytes.
         let tag = UnsafeMutableRawPointer(mutating: sealed.baseAddress! + length)
         let setUp: Bool = out.withUnsafeMutableBufferPointer { o in
             EVP_DecryptInit_ex(ctx, nil, nil, nil, nonce.baseAddress?.assumingMemoryBound(to: UInt8.self)) == 1

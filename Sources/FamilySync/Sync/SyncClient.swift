@@ -347,7 +347,7 @@ public final class SyncClient {
                 return try sync(with: other.candidate.address, wait: left, expected: other.candidate.device, browseIfDistrusted: false)
             }
             // Nobody else: a refusal, unverified as it is, is the only word there is (a restored owner that does not know this device).
-            if first.kind == .refused || first.kind == .unknownToOwner { throw first }
+            if [.refused, .unknownToOwner, .perhapsUnknownToOwner].contains(first.kind) { throw first }
         }
         throw SyncError(.noPeerCouldSync, detail: allBusy ? "busy" : "", causes: failures)
     }

@@ -35,6 +35,9 @@ public struct SyncError: Error, CustomStringConvertible, Sendable {
         case keyNotAccepted
         /// `peer` is this device itself (the hint of its notice names this device).
         case reachedItself
+        /// `peer`, where a member looked for the owner's device, holds no key
+        /// for it and its hint could not be read (`detail`: what that may be).
+        case perhapsUnknownToOwner
         /// This device was revoked from `family` at `detail` (the store says so).
         case revoked
         /// The family's signed roster says this device was revoked at `detail`.
@@ -125,10 +128,9 @@ public struct SyncError: Error, CustomStringConvertible, Sendable {
                           + "or admitted it after the copy its store was restored from (or this store's device key is not the one it issued)")
         case .unknownKey where fam.role == .member && guess == fam.ownerDevice:
             // No hint it can read: it may be the owner's device under a family key this one lacks, or another's.
-            e = SyncError(.refused, peer: name, detail: "\(r.message): if it is the owner's device, it never admitted this device or admitted it after "
-                          + "the copy its store was restored from (then the owner makes a new offer (pair-qr) and this store redeems it with 'peer-sync join'); "
-                          + "if it is another device of this family, one of the two holds a family key the other does not (sync with the owner's device first); "
-                          + "else it is another family's device", reason: r.reason.rawValue)
+            e = SyncError(.perhapsUnknownToOwner, peer: name, detail: "the device there holds no key for this device: it is the owner's device "
+                          + "that never admitted this device or admitted it after the copy its store was restored from; or another device of this "
+                          + "family, one of the two holding a family key the other does not (sync with the owner's device first); or another family's device")
         case .unknownKey:
             e = SyncError(.refused, peer: name, detail: "\(r.message): it is not a device of this family, or one of the two holds a family key "
                           + "the other does not (a device revoked, or one that missed a revocation: sync with the owner's device first)", reason: r.reason.rawValue)
@@ -186,6 +188,7 @@ public struct SyncError: Error, CustomStringConvertible, Sendable {
         case .refusedRevoked: return "refused by \(peer): \(detail) (revoked); this device drops to free"
         case .unknownToOwner: return "refused by \(peer), unverified (a notice before authentication): \(detail) (unknown-key)"
         case .reachedItself: return "\(peer) is this device itself: a device does not sync with itself"
+        case .perhapsUnknownToOwner: return "refused by \(peer), unverified (a notice before authentication): \(detail) (unknown-key)"
         case .keyNotAccepted: return "refused by \(peer): it does not accept this device's key (a wrong family secret, or a key from before a revocation)"
         case .revoked: return "this device was revoked from family \(family ?? "") at \(detail); it syncs no more"
         case .revokedByRoster: return "the family's owner revoked this device at \(detail) (its signed roster says so)"
