@@ -128,9 +128,9 @@ public struct SyncError: Error, CustomStringConvertible, Sendable {
                           + "or admitted it after the copy its store was restored from (or this store's device key is not the one it issued)")
         case .unknownKey where fam.role == .member && guess == fam.ownerDevice:
             // No hint it can read: it may be the owner's device under a family key this one lacks, or another's.
-            e = SyncError(.perhapsUnknownToOwner, peer: name, detail: "the device there holds no key for this device: it is the owner's device "
-                          + "that never admitted this device or admitted it after the copy its store was restored from; or another device of this "
-                          + "family, one of the two holding a family key the other does not (sync with the owner's device first); or another family's device")
+            e = SyncError(.perhapsUnknownToOwner, peer: name, detail: "\(r.message): the owner's device that never admitted this device or admitted "
+                          + "it after the copy its store was restored from; or another device of this family, one of the two holding a family key the "
+                          + "other does not (sync with the owner's device first); or another family's device")
         case .unknownKey:
             e = SyncError(.refused, peer: name, detail: "\(r.message): it is not a device of this family, or one of the two holds a family key "
                           + "the other does not (a device revoked, or one that missed a revocation: sync with the owner's device first)", reason: r.reason.rawValue)
