@@ -442,9 +442,10 @@ public final class SyncClient {
                     continue
                 case let .refused(r):
                     emit("refused", [("address", .string(address.description)), ("reason", .string(r.reason.rawValue)), ("message", .string(r.message))])
-                    var e = SyncError(.refused, peer: address.description, detail: r.reason == .unknownKey
-                                      ? "\(r.message): it is not the device of the owner that made this offer, or the offer is not among the \(SyncLimits.maxRecognisedOffers) it made last"
-                                      : r.message, reason: r.reason.rawValue, outcome: .nothingStored)
+                    let words = r.reason == .unknownKey
+                        ? "\(r.message): it is not the device of the owner that made this offer, or the offer is not among the \(SyncLimits.maxRecognisedOffers) it made last"
+                        : r.reason == .badIdentity ? SyncError.badIdentityWords(r) : r.message
+                    var e = SyncError(.refused, peer: address.description, detail: words, reason: r.reason.rawValue, outcome: .nothingStored)
                     e.unverified = true
                     firstRefusal = firstRefusal ?? e
                     passedOver.insert(address.description)

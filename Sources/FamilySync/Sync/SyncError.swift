@@ -135,13 +135,19 @@ public struct SyncError: Error, CustomStringConvertible, Sendable {
             e = SyncError(.refused, peer: name, detail: "\(r.message): it is not a device of this family, or one of the two holds a family key "
                           + "the other does not (a device revoked, or one that missed a revocation: sync with the owner's device first)", reason: r.reason.rawValue)
         case .badIdentity:
-            e = SyncError(.refused, peer: name, detail: "\(r.message) (this device sends identities of family-sync protocol version \(SyncProtocol.version); "
-                          + "a device of an older version answers so: update family-sync there)", reason: r.reason.rawValue)
+            e = SyncError(.refused, peer: name, detail: badIdentityWords(r), reason: r.reason.rawValue)
         default:
             e = SyncError(.refused, peer: name, detail: r.message, reason: r.reason.rawValue)
         }
         e.unverified = true
         return e
+    }
+
+    /// A `bad-identity` notice's words, and what it means to this device,
+    /// whose identities a device of an older version cannot read.
+    static func badIdentityWords(_ r: RefusalMessage) -> String {
+        "\(r.message) (this device sends identities of family-sync protocol version \(SyncProtocol.version); a device of an older version "
+            + "answers so: update family-sync there)"
     }
 
     /// The peer could not be reached or did not answer (so another may be tried).
