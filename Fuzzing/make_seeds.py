@@ -45,7 +45,7 @@ put('base64url', 'pad', 'YQ==')
 
 hello = {"protocol":1,"device":DEV,"family":FAM,"role":"member","clock":"2026-11-30T10:00:00.000Z","epoch":3,"after":17,"software":"0.9.0"}
 family = {"owner":DEV,"epoch":2,"maxDevices":6,"devices":[{"device":DEV,"role":"owner","joinedAt":"2026-11-01T08:00:00.000Z","revokedAt":None},{"device":FAM,"role":"member","joinedAt":"2026-11-02T08:00:00Z","revokedAt":"2026-11-03T08:00:00Z"}],"proof":None,"policy":{"bundleId":"com.example","products":["p1"],"allowSandbox":True},"familyKey":"11"*32}
-refused = {"reason":"offer-used","message":"offer already used","device":DEV}
+refused = {"reason":"unknown-key","message":"this device holds no key for the identity offered","hint":"00"*44}
 busy = {"reason":"busy","message":"busy","retryAfterMs":250}
 join = {"protocol":1,"device":DEV,"clock":"2026-11-30T10:00:00.000Z","software":"0.9.0"}
 welcome = {"family":FAM,"owner":DEV,"epoch":1,"familyKey":"22"*32,"deviceKey":"33"*32}
@@ -93,6 +93,13 @@ put('raw-signature', 'p384-zero-high', bytes(1) + b'\x80' + bytes(46) + b'\x01' 
 put('raw-signature', 'tx-sig', base64.urlsafe_b64decode(jws['transactionInfo'].split(b'.')[2] + b'=='))
 
 offer = f"FS1/{FAM}/{NONCE}/1796032800/192.168.1.20:7433"
+# Sealed names: identities of both versions, a sealed one whose tag no key
+# opens, and a bundle header's padded JSON (first byte odd).
+put('sealed-names', 'v4', b'\0FS4 ' + b'ab' * 61)
+put('sealed-names', 'v3-sync', f"\0FS1 S {FAM} {DEV} {DEV} 3")
+put('sealed-names', 'v3-pair', f"\0FS1 P {FAM} " + 'ab' * 16)
+header = json.dumps({"family":FAM,"from":DEV,"to":DEV,"key":"device","epoch":0,"id":"ab"*16,"write":1,"part":1}, separators=(',',':'))
+put('sealed-names', 'bundle-header', '\1' + header + ' ' * (512 - len(header)))
 put('pairing-offer', 'text', offer)
 put('pairing-offer', 'no-addr', f"FS1/{FAM}/{NONCE}/1796032800")
 put('pairing-offer', 'ipv6', f"FS1/{FAM}/{NONCE}/1796032800/[FE80::1]:7433")

@@ -107,7 +107,7 @@ extension ToolError {
         if e.isUnreachable { return .unavailable }
         switch e.kind {
         case .protocolViolation, .peerReportedError, .wrongFamily, .transportGarbage: return .dataError
-        case .refused, .refusedRevoked, .unknownToOwner, .keyNotAccepted, .revoked, .revokedByRoster, .notAMember, .ownerKeyDiffers: return .noPermission
+        case .refused, .refusedRevoked, .unknownToOwner, .perhapsUnknownToOwner, .keyNotAccepted, .reachedItself, .revoked, .revokedByRoster, .notAMember, .ownerKeyDiffers: return .noPermission
         case .noOtherDevice, .notLocalAddress: return .usage
         case .acceptFailed, .storeFailed: return .ioError
         default: return .software
@@ -121,6 +121,7 @@ extension ToolError {
         case .noPeer: words = "\(e.what) (is 'peer-sync serve' running?)"
         case .refused where e.reason == RefusalReason.alreadyMember.rawValue: words = "\(e.what); use 'peer-sync connect'"
         case .unknownToOwner: words = "\(e.what); \(joinAgainAdvice)"
+        case .perhapsUnknownToOwner: words = "\(e.what); if it is the owner's device, \(joinAgainAdvice)"
         case .revoked: words = "\(e.what): \(rejoinAdvice)"
         case .revokedByRoster, .refusedRevoked: words = "\(e.what); \(rejoinAdvice)"
         case .localNameUnanswered: words = "\(e.what) (is 'peer-sync serve' running there, on the same network?)"

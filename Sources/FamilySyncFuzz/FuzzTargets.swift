@@ -30,6 +30,7 @@ public enum FuzzTargets {
         Target(name: "base64url", parses: "Base64URL and standard Base64, with a round trip", isImageReader: false, run: CoreFuzzEntries.base64),
         Target(name: "x509", parses: "DER/PEM handed to OpenSSL as certificates and keys", isImageReader: false, run: CoreFuzzEntries.x509),
         Target(name: "raw-signature", parses: "r‖s → DER on both curves, with a round trip", isImageReader: false, run: CoreFuzzEntries.rawSignature),
+        Target(name: "sealed-names", parses: "a PSK identity tried with fixed keys; a bundle header's JSON (first byte odd)", isImageReader: false, run: CoreFuzzEntries.sealedNames),
         Target(name: "pairing-offer", parses: "pairing offer text and join's offer input", isImageReader: false, run: CoreFuzzEntries.pairingOffer),
         Target(name: "times", parses: "RFC 3339 timestamps and durations", isImageReader: false, run: CoreFuzzEntries.times),
         Target(name: "cli", parses: "the command-line parser and its typed values (NUL-separated argv)", isImageReader: false, run: CLIFuzzEntries.arguments),

@@ -48,7 +48,7 @@ import FamilySync
         let s = try #require(keyless.first)
         #expect(s["connections"]?.int64Value == Int64(flood + 2))
         #expect(s.at("reasons", "handshake")?.int64Value == Int64(flood))
-        #expect(s.at("reasons", "unknown-device")?.int64Value == 2)
+        #expect(s.at("reasons", "unknown-key")?.int64Value == 2)
         #expect(s["addresses"]?.int64Value == 1)
         let first = try #require(s["first"]?.stringValue.flatMap { Timestamp(rfc3339: $0) })
         let last = try #require(s["last"]?.stringValue.flatMap { Timestamp(rfc3339: $0) })
@@ -58,7 +58,7 @@ import FamilySync
         let lines = server.err.split(separator: "\n").map(String.init)
         #expect(!lines.contains { $0.contains("refused") }, "\(server.err)")
         let summary = lines.filter { $0.contains("without a key of this family") }
-        #expect(summary == ["peer-sync: \(flood + 2) connections without a key of this family from 1 address (\(first.rfc3339) to \(last.rfc3339)): handshake \(flood), unknown-device 2"],
+        #expect(summary == ["peer-sync: \(flood + 2) connections without a key of this family from 1 address (\(first.rfc3339) to \(last.rfc3339)): handshake \(flood), unknown-key 2"],
                 "\(server.err)")
         #expect(lines.count <= 8, "\(server.err)")
     }

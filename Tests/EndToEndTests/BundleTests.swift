@@ -115,12 +115,10 @@ import FamilySync
         #expect(try f.bundle(f.owner, to: f.kid, "b").status == 0)
         let bytes = try Data(contentsOf: URL(fileURLWithPath: f.dir.file("b")))
         let before = try Household.fingerprint(f.kid)
-        // The bundle's number in the clear header, 1 made 3: authenticated with every chunk, so no chunk opens.
-        let writeAt = try #require(bytes.range(of: Data(#""write":1"#.utf8))).upperBound - 1
         for (name, data) in [("cut", bytes.prefix(bytes.count - 100)), ("lastchunk", bytes.prefix(bytes.count - 1)),
-                             ("changed", { var d = bytes; d[d.count / 2] ^= 1; return d }()),
-                             ("header", { var d = bytes; d[writeAt] ^= 2; return d }()), ("joined", bytes + Data([0, 0, 0, 0])),
-                             ("empty", Data()), ("text", Data("family-sync bundle 1\nnot really".utf8))] {
+                             ("changed", { var d = bytes; d[d.count / 2] ^= 1; return d }()), ("joined", bytes + Data([0, 0, 0, 0])),
+                             ("empty", Data()), ("text", Data("family-sync bundle 2\nnot really".utf8)),
+                             ("format1", Data("family-sync bundle 1\n\0\u{2}{}".utf8))] {
             try data.write(to: URL(fileURLWithPath: f.dir.file(name)))
             let r = try f.unbundle(f.kid, [name])
             #expect(r.status == 65, "\(name): \(r.status) \(r.err)")
@@ -128,6 +126,16 @@ import FamilySync
             #expect(r.out.isEmpty)
             #expect(try Household.fingerprint(f.kid) == before, "\(name)")
         }
+        // A bit changed in the sealed header: no key opens it, so it is no part for this device (77), and nothing changes.
+        var header = bytes
+        header[header.startIndex + 21 + 100] ^= 2
+        try header.write(to: URL(fileURLWithPath: f.dir.file("header")))
+        let h = try f.unbundle(f.kid, ["header"])
+        #expect(h.status == 77 && h.err.contains("no key it holds opens the part"), "\(h.status) \(h.err)")
+        #expect(try Household.fingerprint(f.kid) == before)
+        // Format 1 (protocol version 3) says which versions.
+        let old = try f.unbundle(f.kid, ["format1"])
+        #expect(old.err.contains("protocol version 3") && old.err.contains("protocol version \(SyncProtocol.version)"), "\(old.err)")
         // The whole one still applies, the empty photo with it.
         let whole = try f.unbundle(f.kid, ["b"])
         #expect(whole.status == 0, "\(whole.err)")
@@ -141,7 +149,7 @@ import FamilySync
         // Grandma cannot open the kid's bundle, and says why.
         let other = try f.unbundle(f.gran, ["for-kid"])
         #expect(other.status == 77)
-        #expect(other.err.contains("not this device"), "\(other.err)")
+        #expect(other.err.contains("not for this device"), "\(other.err)")
 
         // Two bundles without a reply between: the second carries what the first does, so the first is stale after it.
         try Household.addRecords(f.owner, prefix: "o2", count: 3)
@@ -178,6 +186,15 @@ import FamilySync
         let key = try #require(try owner.familySecret()).copiedBytes
         #expect(bytes.range(of: Data(key)) == nil)
         #expect(!text.contains(Hex.encode(key)))
+        // §12b: no family or device ID either, in any form, and two bundles of one writer for one
+        // reader share nothing past the magic line (their headers least of all).
+        #expect(try f.bundle(f.owner, to: f.kid, "b2").status == 0)
+        let again = try Data(contentsOf: URL(fileURLWithPath: f.dir.file("b2")))
+        for id in [try #require(try owner.family()).id, try Household.device(f.owner), try Household.device(f.kid), try Household.device(f.gran)] {
+            for file in [bytes, again] { #expect(!InClear.holds(file, id), "\(id)") }
+        }
+        let m = "family-sync bundle 2\n".utf8.count
+        #expect(InClear.sharedRun(Array(bytes[m..<(m + 540)]), Array(again[m..<(m + 540)])) == nil)
     }
 
     /// The README's USB-stick block, as written, in a folder with the three stores.

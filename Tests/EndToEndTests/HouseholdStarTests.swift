@@ -321,7 +321,7 @@ final class Star {
         let beforeRefusal = try Household.fingerprint(e)
         let unknown = try h.sync(e, day: 2)
         #expect(unknown.status == 77)
-        #expect(unknown.err.contains("does not know device \(eID)") && unknown.err.contains("new offer (pair-qr)")
+        #expect(unknown.err.contains("holds no key for this device") && unknown.err.contains("new offer (pair-qr)")
                 && unknown.err.contains("'peer-sync join'"), "\(unknown.err)")
         #expect(try Household.fingerprint(e) == beforeRefusal, "an unauthenticated refusal changes nothing")
         // What the refusal says: a new offer, redeemed by E's own store.

@@ -156,9 +156,8 @@ import FamilySync
         let server = try ServeProcess(db: owner, dir: dir)
         defer { server.stop() }
         let devicesBefore = try Store(path: owner).devices().count
-        let identity = SessionIdentity.pair(family: offer.family, tag: try SessionKeys.offerTag(nonce: offer.nonce, family: offer.family)).bytes
-        let peer = try RawPeer(port: server.port, identity: identity, key: try SessionKeys.pairingPSK(nonce: offer.nonce, family: offer.family))
-        try peer.send(RawPeer.frame(0x05, Array("{\"protocol\":3,\"clock\":\"2026-12-01T10:00:00.000Z\"}".utf8)))
+        let peer = try RawPeer(port: server.port, identity: try SessionIdentity.pairing(offer), key: try SessionKeys.pairingPSK(nonce: offer.nonce, family: offer.family))
+        try peer.send(RawPeer.frame(0x05, Array("{\"protocol\":\(SyncProtocol.version),\"clock\":\"2026-12-01T10:00:00.000Z\"}".utf8)))
         let error = try #require(try peer.readUntil(0x3F, timeout: 30))
         #expect(String(decoding: error, as: UTF8.self).contains("JOIN field 'device': missing"))
         #expect(try peer.readFrame(timeout: 30) == nil)
@@ -183,13 +182,16 @@ import FamilySync
         try holder.send(hello)
         #expect(server.waitForEvent("session") != nil)
         let stranger = "EEEEEEEE-EEEE-4EEE-8EEE-EEEEEEEEEEEE"
+        let unknownOffer = PairingOffer(family: fam.id, nonce: "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567", expiresAt: offer.expiresAt, address: nil)
         let identities: [(String, [UInt8], SecretBytes)] = [
             ("not an identity", Array("hello there".utf8), try SecretBytes.random(count: 32)),
-            ("another family", SessionIdentity.sync(family: stranger, client: stranger, server: fam.ownerDevice, epoch: 0).bytes, try SecretBytes.random(count: 32)),
-            ("an unknown device", SessionIdentity.sync(family: fam.id, client: stranger, server: fam.ownerDevice, epoch: 0).bytes, try SecretBytes.random(count: 32)),
-            ("an unknown offer", SessionIdentity.pair(family: fam.id, tag: String(repeating: "0", count: 32)).bytes, try SecretBytes.random(count: 32)),
-            ("an open offer", SessionIdentity.pair(family: offer.family, tag: try SessionKeys.offerTag(nonce: offer.nonce, family: offer.family)).bytes,
-             try SessionKeys.pairingPSK(nonce: offer.nonce, family: offer.family)),
+            ("a version-3 identity", SessionIdentity.previousVersionText(family: fam.id, client: stranger, server: fam.ownerDevice, epoch: 0), try SecretBytes.random(count: 32)),
+            ("another family", try SessionIdentity.sync(client: stranger, server: fam.ownerDevice)
+                .sealed(family: stranger, under: HeldKey(.family(epoch: 0), secret: try SecretBytes.random(count: 32))), try SecretBytes.random(count: 32)),
+            ("an unknown device", try SessionIdentity.sync(client: stranger, server: fam.ownerDevice)
+                .sealed(family: fam.id, under: HeldKey(.device(member: stranger), secret: try SecretBytes.random(count: 32))), try SecretBytes.random(count: 32)),
+            ("an unknown offer", try SessionIdentity.pairing(unknownOffer), try SecretBytes.random(count: 32)),
+            ("an open offer", try SessionIdentity.pairing(offer), try SessionKeys.pairingPSK(nonce: offer.nonce, family: offer.family)),
         ]
         for (name, identity, key) in identities {
             let p = try RawPeer(port: server.port, identity: identity, key: key)
@@ -229,8 +231,8 @@ import FamilySync
         let dir = TempDir()
         let (owner, _, server) = try PeerSyncFaultTests.pair(dir)
         defer { server.stop() }
-        let fam = try #require(try Store(path: owner).family())
-        var identity = Array("FS1 P \(fam.id) ".utf8)
+        _ = owner
+        var identity = Array("FS4 ".utf8)
         identity += [UInt8](repeating: UInt8(ascii: "a"), count: length - identity.count)
         let peer = try RawPeer(port: server.port, identity: identity, key: SecretBytes(try secureRandomBytes(32)))
         defer { peer.drop() }

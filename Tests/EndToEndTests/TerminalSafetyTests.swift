@@ -48,7 +48,7 @@ import Testing
                   let conn = try? TLSConnection(server: s, context: try TLSContext(role: .server), lookup: { _ in .noKey }),
                   (try? conn.handshake(deadline: Deadline(after: .seconds(10)))) != nil else { return }
             let channel = FrameChannel(conn)
-            channel.send(.refused, json: RefusalMessage(reason: .wrongFamily, message: message).json)
+            channel.send(.refused, json: RefusalMessage(reason: .unknownKey, message: message).json)
             try? channel.drain(deadline: Deadline(after: .seconds(5)))
             _ = conn.shutdown(deadline: Deadline(after: .seconds(2)))
             s.close()

@@ -60,6 +60,12 @@ public enum Hex {
         }
     }
 
+    /// Exactly `digits` lower-case hex digits: the one form names, hashes and
+    /// sealed boxes take on the wire.
+    public static func isLowercase(_ s: some Collection<UInt8>, digits: Int) -> Bool {
+        s.count == digits && s.allSatisfy { (0x30...0x39).contains($0) || (0x61...0x66).contains($0) }
+    }
+
     public static func decode(_ s: String) -> [UInt8]? {
         let u = Array(s.utf8)
         guard u.count % 2 == 0 else { return nil }

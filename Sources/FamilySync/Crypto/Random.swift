@@ -38,7 +38,5 @@ public func randomUUID() throws -> String {
     var b = try secureRandomBytes(16)
     b[6] = (b[6] & 0x0F) | 0x40
     b[8] = (b[8] & 0x3F) | 0x80
-    let h = Hex.encode(b).uppercased()
-    let c = Array(h)
-    return String(c[0..<8]) + "-" + String(c[8..<12]) + "-" + String(c[12..<16]) + "-" + String(c[16..<20]) + "-" + String(c[20..<32])
+    return DeviceIDBytes.decode(b[...])
 }

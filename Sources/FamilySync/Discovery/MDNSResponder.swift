@@ -8,9 +8,9 @@ import Synchronization
 /// probes for its names, announces them on the interfaces the listener is
 /// reachable through, answers queries, renames on a conflict and says
 /// goodbye (TTL 0) when stopped; what to send and when is decided by
-/// `MDNSResponderEngine`, this class moves the packets. It also probes for
-/// and answers this host's own `NAME.local`, so `owner.local` works where no
-/// avahi-daemon runs. Nothing is sent on an interface it was not given, and a
+/// `MDNSResponderEngine`, this class moves the packets. It answers for the
+/// day's names only, never for this host's own `NAME.local` (that would tie
+/// the day's tags to the host). Nothing is sent on an interface it was not given, and a
 /// listener on loopback gets no responder at all (see `NetworkInterface.serving`).
 public final class MDNSResponder: @unchecked Sendable {
     /// How often the advertisement and the interfaces' addresses are looked
@@ -34,7 +34,7 @@ public final class MDNSResponder: @unchecked Sendable {
     /// when the listener is reachable through no interface (loopback, or an
     /// address no interface holds now); a wildcard listener gets one even
     /// before any interface is up. `advertisement` is asked again at every
-    /// refresh (its day, open offers).
+    /// refresh (its day).
     public init?(listenHost: String, log: @escaping @Sendable (String) -> Void, clock: MonotonicClock = .system,
                  advertisement: @escaping @Sendable () -> ServiceAdvertisement?) throws {
         let ifs = NetworkInterface.serving(host: listenHost)

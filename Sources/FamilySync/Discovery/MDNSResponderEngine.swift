@@ -16,13 +16,11 @@ import Glibc
 ///   second and probes again, and then meets the winner's answer. An
 ///   interface that comes up once the names are claimed is probed on before
 ///   anything is answered or announced there (a new link may hold them).
-/// - The host's own name (gethostname, `NAME.local`) is probed with them,
-///   and answered for once probed; it is the system's name, so it is never
-///   renamed: if another device holds it, it is given up (not answered for)
-///   until the next day's names are probed. Another responder on this host
-///   (avahi-daemon) answers for it with this host's addresses: packets from
-///   them are never a conflict, and no goodbye is sent for the name, which
-///   that responder may still hold. docs/protocol.md section 12a says why.
+/// - It answers for the day's names only, never for the host's own
+///   `NAME.local`: that answer would carry the same addresses as the day's
+///   tag and so tie every day's tag to the host's name (docs/protocol.md
+///   section 12a). The system's own responder (avahi-daemon) may answer
+///   for the host's name; that is the system's choice, not this one's.
 /// - Announcing (section 8.3): three times, one and then two seconds apart.
 /// - Answering (section 6): records only this device holds at once, answers
 ///   that hold a record of a shared set (the service's PTR) after a random
@@ -92,8 +90,6 @@ struct MDNSResponderEngine {
         case claimed(announced: Int, next: Deadline?)
     }
 
-    /// This host's own `NAME.local`, or nil to answer for none (tests).
-    let systemHostName: DNSName?
     private let clock: MonotonicClock
     private let random: (ClosedRange<Int64>) -> Int64
     private let log: (String) -> Void
@@ -116,8 +112,6 @@ struct MDNSResponderEngine {
     private var probingOn: [UInt32: (sent: Int, next: Deadline)] = [:]
     /// When each interface that vanished from the list was last seen (see `withAddresslessGrace`).
     private var addresslessSince: [UInt32: Deadline] = [:]
-    /// The host's own name was found held by another device: not answered for.
-    private(set) var systemHostNameHeldElsewhere = false
     private var pending: [(due: Deadline, interface: UInt32, answers: [DNSRecord], additionals: [DNSRecord])] = []
     /// What was multicast where in the last second (section 6).
     private var rateLimit = MulticastRateLimit()
@@ -125,8 +119,7 @@ struct MDNSResponderEngine {
     private var truncated: [(source: [UInt8], interface: UInt32, due: Deadline, query: DNSMessage)] = []
 
     init(clock: MonotonicClock = .system, random: @escaping (ClosedRange<Int64>) -> Int64 = { Int64.random(in: $0) },
-         systemHostName: DNSName? = MDNSResponderEngine.ownHostName, log: @escaping (String) -> Void = { _ in }) {
-        self.systemHostName = systemHostName
+         log: @escaping (String) -> Void = { _ in }) {
         self.clock = clock
         self.random = random
         self.log = log
@@ -136,11 +129,6 @@ struct MDNSResponderEngine {
     var current: ServiceAdvertisement? { advertisement.map { $0.renamed(renameCount) } }
     /// The names are ours and answered for.
     var isClaimed: Bool { if case .claimed = phase { return true } else { return false } }
-    /// The host's own name, while it is probed for or held (not given up).
-    var claimedSystemHostName: DNSName? {
-        guard let h = systemHostName, !systemHostNameHeldElsewhere, h != current?.hostName else { return nil }
-        return h
-    }
     /// The interfaces the names are claimed on: all but those still probing.
     var claimedInterfaces: [NetworkInterface] { isClaimed ? interfaces.filter { probingOn[$0.index] == nil } : [] }
 
@@ -165,7 +153,7 @@ struct MDNSResponderEngine {
         let kept = Dictionary(ifs.filter { known.contains($0.index) }.map { ($0.index, $0) }, uniquingKeysWith: { a, _ in a })
         let before = Dictionary(interfaces.filter { kept[$0.index] != nil }.map { ($0.index, $0) }, uniquingKeysWith: { a, _ in a })
         let changed = ad != advertisement || kept != before
-        if namesChanged { renameCount = 1; systemHostNameHeldElsewhere = false }
+        if namesChanged { renameCount = 1 }
         probingOn = probingOn.filter { k, _ in ifs.contains { $0.index == k } }
         advertisement = ad
         interfaces = ifs
@@ -293,7 +281,6 @@ struct MDNSResponderEngine {
         if m.isResponse {
             suppressDuplicates(m)
             guard !fromThisHost else { return [] }
-            if holdsOthers(m.answers + m.additionals, of: claimedSystemHostName) { giveUpSystemHostName() }
             if conflicts(m.answers + m.additionals) { renameAfterConflict() }
             return []
         }
@@ -353,35 +340,19 @@ struct MDNSResponderEngine {
         guard let ad = current else { return nil }
         var m = DNSMessage()
         m.questions = probedNames(ad).map { DNSQuestion(name: $0, type: DNSType.any.rawValue, unicastResponse: first) }
-        m.authorities = [srv(ad), txt(ad)] + addressRecords(ad.hostName, i) + (claimedSystemHostName.map { addressRecords($0, i) } ?? [])
+        m.authorities = [srv(ad), txt(ad)] + addressRecords(ad.hostName, i)
         return Packet(message: m, destination: .group(interface: i.index))
     }
 
-    /// The unique names probed for: the instance, its host, and the host's own name unless given up.
+    /// The unique names probed for: the instance and its host.
     private func probedNames(_ ad: ServiceAdvertisement) -> [DNSName] {
-        [ad.instanceName, ad.hostName] + (claimedSystemHostName.map { [$0] } ?? [])
+        [ad.instanceName, ad.hostName]
     }
 
     /// The records this device holds under the unique names it claims, on any interface.
     private func ownUnique(_ ad: ServiceAdvertisement) -> [DNSName: [DNSRData]] {
         [ad.instanceName: [srv(ad).data, txt(ad).data],
          ad.hostName: interfaces.flatMap { addressRecords(ad.hostName, $0).map(\.data) }]
-    }
-
-    /// A record under `name` (the host's own) with data this host does not
-    /// hold for it on any interface: another device holds that name.
-    private func holdsOthers(_ records: [DNSRecord], of name: DNSName?) -> Bool {
-        guard phase != .idle, let name else { return false }
-        let mine = interfaces.flatMap { addressRecords(name, $0).map(\.data) }
-        return records.contains { $0.ttl > 0 && $0.name == name && !mine.contains($0.data) }
-    }
-
-    /// The host's own name is another device's: stop answering for it (it
-    /// is the system's name, not ours to rename) until the next day's probe.
-    private mutating func giveUpSystemHostName() {
-        guard let name = claimedSystemHostName else { return }
-        systemHostNameHeldElsewhere = true
-        log("\(name) is used on the network by another device; this device answers only to its day's name (connect by address or by the day's tag)")
     }
 
     /// A record under one of our unique names with data we do not hold: someone else has the name.
@@ -466,7 +437,6 @@ struct MDNSResponderEngine {
         // Nothing is ours on an interface still probing.
         let answering = isClaimed && probingOn[i.index] == nil
         let ad = answering ? current : nil
-        let ownName = answering ? claimedSystemHostName : nil
         for question in q.questions {
             if let ad {
                 if question.name == ServiceAdvertisement.serviceType, question.matches(.ptr) {
@@ -482,9 +452,6 @@ struct MDNSResponderEngine {
                 } else if question.name == ad.hostName {
                     addressRecords(ad.hostName, i).filter { question.type == DNSType.any.rawValue || question.type == $0.data.type }.forEach { add($0, &answers) }
                 }
-            }
-            if let own = ownName, question.name == own {
-                addressRecords(own, i).filter { question.type == DNSType.any.rawValue || question.type == $0.data.type }.forEach { add($0, &answers) }
             }
         }
         guard !answers.isEmpty else { return [] }
@@ -577,15 +544,4 @@ struct MDNSResponderEngine {
     private func goodbye(_ ad: ServiceAdvertisement, on ifs: [NetworkInterface]) -> [Packet] {
         ifs.map { i in Packet(message: response(allRecords(ad, i).map { var r = $0; r.ttl = 0; return r }), destination: .group(interface: i.index)) }
     }
-
-    /// This host's own name in `.local`, from gethostname(2): probed for and
-    /// answered (so `owner.local` works where no avahi-daemon runs), never renamed.
-    static let ownHostName: DNSName? = {
-        var buf = [CChar](repeating: 0, count: 256)
-        guard gethostname(&buf, buf.count - 1) == 0 else { return nil }
-        let name = String(decoding: buf.prefix(while: { $0 != 0 }).map { UInt8(bitPattern: $0) }, as: UTF8.self)
-        let first = name.split(separator: ".").first.map(String.init) ?? ""
-        guard !first.isEmpty, first != "localhost", first.utf8.count <= DNSLimits.maxLabelBytes else { return nil }
-        return ServiceAdvertisement.local.prepending(first)
-    }()
 }

@@ -12,8 +12,8 @@ public struct ServiceAdvertisement: Sendable, Equatable {
 
     public var instance: String
     public var port: UInt16
-    /// TXT strings: `v=` the sync protocol version, `f=` the day's family tag,
-    /// and `o=` the day's tags of the open offers, when there are any.
+    /// TXT strings: `v=` the sync protocol version, the same for every
+    /// device, so the record tells nothing of the family or of its offers.
     public var txt: [String]
 
     /// The host name's label: the instance's tag, or "tag-N" after a conflict.
@@ -59,23 +59,6 @@ public struct ServiceAdvertisement: Sendable, Equatable {
     public static func current(store: Store, port: UInt16, now: Timestamp) throws -> ServiceAdvertisement? {
         guard let fam = try store.family(), let key = try store.familySecret(), !(try store.isSelfRevoked) else { return nil }
         let tags = try DiscoveryTags(familyKey: key, family: fam.id)
-        let day = DiscoveryTags.day(now)
-        var txt = ["v=\(SyncProtocol.version)", "f=\(tags.familyTag(day: day))"]
-        if fam.role == .owner {
-            let offers = try store.openOffers(now: now).suffix(DiscoveryTags.maxOfferTags)
-            if !offers.isEmpty {
-                txt.append("o=" + (try offers.map { try DiscoveryTags.offerTag(nonce: $0.nonce, family: fam.id, day: day) }).joined(separator: ","))
-            }
-        }
-        return ServiceAdvertisement(instance: tags.deviceTag(try store.deviceID, day: day), port: port, txt: txt)
-    }
-
-    /// The value of TXT key `k` in `strings`, if present.
-    public static func txtValue(_ k: String, in strings: [[UInt8]]) -> String? {
-        for s in strings {
-            let text = String(decoding: s, as: UTF8.self)
-            if text.lowercased().hasPrefix(k + "=") { return String(text.dropFirst(k.count + 1)) }
-        }
-        return nil
+        return ServiceAdvertisement(instance: tags.deviceTag(try store.deviceID, day: DiscoveryTags.day(now)), port: port, txt: ["v=\(SyncProtocol.version)"])
     }
 }

@@ -234,6 +234,36 @@ package enum CoreFuzzEntries {
         _ = ECDSASignature.raw(fromDER: [UInt8](data), curve: .p256)
     }
 
+    // MARK: sealed names
+
+    /// The keys the sealed-names entry tries: a family key, a member's
+    /// device key and an offer, each fixed (32 bytes of 1, 2; the nonce of
+    /// the seeds), so a finding replays. Made for each input: a TrialKeys
+    /// is used by one thread at a time.
+    static func sealedNameKeys() -> TrialKeys? { try? TrialKeys(
+        [HeldKey(.family(epoch: 0), secret: SecretBytes([UInt8](repeating: 1, count: 32))),
+         HeldKey(.device(member: "6B3C1A2E-4D5F-4A6B-8C7D-9E0F1A2B3C4D"), secret: SecretBytes([UInt8](repeating: 2, count: 32))),
+         HeldKey(.offer(nonce: "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567"), secret: SecretBytes("ABCDEFGHIJKLMNOPQRSTUVWXYZ234567".utf8))],
+        family: "0F6B8E52-8B0C-4B5E-9D59-2B7D1B0E7E11", use: .identity) }
+
+    /// What a stranger sends before any key is chosen, or in a bundle's
+    /// header: the first byte even, the rest is a PSK identity read with the
+    /// fixed keys (§3.3), which opens only to what its key may say; odd, the
+    /// rest is the padded JSON of a bundle header once opened (§12b).
+    package static func sealedNames(_ data: UnsafeRawBufferPointer) {
+        guard let first = data.first, let keys = sealedNameKeys() else { return }
+        let rest = Array(data.dropFirst())
+        if first & 1 == 1 {
+            _ = try? BundleHeader(rest)
+            return
+        }
+        guard case let .opened(id, key)? = try? SessionIdentity.read(rest, keys: keys) else { return }
+        switch (id, key.kind) {
+        case (.sync, .device), (.sync, .family), (.pair, .offer): break
+        default: preconditionFailure("an identity opened to what its key may not say")
+        }
+    }
+
     // MARK: pairing, times
 
     /// The pairing offer text and what `join` reads an offer from.

@@ -30,6 +30,38 @@ extension Store {
     /// The owner's copy of a member's device key.
     public func memberDeviceKey(_ device: String) throws -> SecretBytes? { try secret("device_key:" + device) }
 
+    /// The secrets a peer may have sealed a name under, as this store holds
+    /// them (docs/protocol.md §3.3, §12b): the family key; the member's own
+    /// device key, or on the owner each member's (current ones first, then
+    /// the most recently revoked, at most `SyncLimits.maxTrialDeviceKeys`);
+    /// with `offers`, the owner's newest `SyncLimits.maxRecognisedOffers`.
+    /// So the keys tried on one name never pass `SyncLimits.maxTrialKeys`.
+    func heldKeys(offers: Bool) throws -> [HeldKey] {
+        guard let fam = try family() else { return [] }
+        var out: [HeldKey] = []
+        if let f = try familySecret() { out.append(HeldKey(.family(epoch: try familyEpoch), secret: f)) }
+        if fam.role == .member {
+            if let d = try ownDeviceKey() { out.append(HeldKey(.device(member: try deviceID), secret: d)) }
+            return out
+        }
+        let keys = try db.prepare("""
+            SELECT d.device_id, s.value FROM devices d JOIN secrets s ON s.name = 'device_key:' || d.device_id
+            WHERE d.role = 'member' ORDER BY d.revoked_at IS NOT NULL, d.revoked_at DESC, d.joined_at, d.device_id LIMIT ?
+            """)
+        try keys.bind([.int(Int64(SyncLimits.maxTrialDeviceKeys))])
+        while try keys.step() { out.append(HeldKey(.device(member: keys.text(0)), secret: keys.withBytes(1) { SecretBytes($0) })) }
+        keys.reset()
+        guard offers else { return out }
+        let made = try db.prepare("SELECT nonce FROM offers ORDER BY created_at DESC, nonce LIMIT ?")
+        try made.bind([.int(Int64(SyncLimits.maxRecognisedOffers))])
+        defer { made.reset() }
+        while try made.step() {
+            let nonce = made.text(0)
+            out.append(HeldKey(.offer(nonce: nonce), secret: SecretBytes(nonce.utf8)))
+        }
+        return out
+    }
+
     // MARK: The roster
 
     public func device(_ id: String) throws -> DeviceInfo? {

@@ -77,30 +77,21 @@ extension Store {
     /// Consumes a nonce for `deviceID`, once. Call inside the write transaction
     /// that also admits the device, so a nonce can never admit two.
     public func redeemOfferInTransaction(nonce: String, by deviceID: String, now: Timestamp) throws -> OfferRedemption {
-        let s = try db.prepare("SELECT expires_at, used_at, closed_at, created_at FROM offers WHERE nonce = ?")
-        try s.bind([.text(nonce)])
-        guard try s.step() else { s.reset(); return .unknown }
-        let expires = s.int64(0), used = s.optionalInt64(1), closed = s.optionalInt64(2), created = s.int64(3)
-        s.reset()
-        if used != nil { return .alreadyUsed }
-        if closed != nil { return .closed }
-        if Store.offerHasExpired(created: created, expires: expires, now: now) { return .expired }
+        let state = try offerState(nonce: nonce, now: now)
+        guard state == .accepted else { return state }
         try db.run("UPDATE offers SET used_at = ?, used_by = ? WHERE nonce = ? AND used_at IS NULL", [.int(now.milliseconds), .text(deviceID), .text(nonce)])
         return db.changes == 1 ? .accepted : .alreadyUsed
     }
 
-    /// Every offer this store made, with its state at `now`, for matching a
-    /// joining device's offer tag.
-    func offerStates(now: Timestamp) throws -> [(nonce: String, state: OfferRedemption)] {
-        let s = try db.prepare("SELECT nonce, expires_at, used_at, closed_at, created_at FROM offers")
+    /// The state at `now` of an offer this store made (a joining device's
+    /// identity opened under its nonce); `.unknown` for one it never made.
+    func offerState(nonce: String, now: Timestamp) throws -> OfferRedemption {
+        let s = try db.prepare("SELECT expires_at, used_at, closed_at, created_at FROM offers WHERE nonce = ?")
+        try s.bind([.text(nonce)])
         defer { s.reset() }
-        var out: [(String, OfferRedemption)] = []
-        while try s.step() {
-            let state: OfferRedemption
-            if !s.isNull(2) { state = .alreadyUsed } else if !s.isNull(3) { state = .closed }
-            else if Store.offerHasExpired(created: s.int64(4), expires: s.int64(1), now: now) { state = .expired } else { state = .accepted }
-            out.append((s.text(0), state))
-        }
-        return out
+        guard try s.step() else { return .unknown }
+        if !s.isNull(1) { return .alreadyUsed }
+        if !s.isNull(2) { return .closed }
+        return Store.offerHasExpired(created: s.int64(3), expires: s.int64(0), now: now) ? .expired : .accepted
     }
 }

@@ -23,7 +23,7 @@ struct ResumePoint: Equatable, Sendable {
 
     /// Whether `s` can be a chain's name (what a peer sends is checked before it is kept).
     static func isChain(_ s: String) -> Bool {
-        s.utf8.count == 32 && s.utf8.allSatisfy { (0x30...0x39).contains($0) || (0x61...0x66).contains($0) }
+        Hex.isLowercase(s.utf8, digits: 32)
     }
 }
 

@@ -344,6 +344,13 @@ public final class Store {
     public func setSetting(_ key: String, _ value: String?) throws { try setValue(.settings, key, value) }
 
     /// Secret material, read straight from SQLite into its owner; callers must never print or log it.
+    /// SQLite's `data_version` on this connection: it changes whenever
+    /// another connection commits, so a reader knows when what it derived
+    /// from the store (the keys a server tries) must be read again.
+    var dataVersion: Int64 {
+        get throws { try db.scalarInt("PRAGMA data_version") ?? 0 }
+    }
+
     public func secret(_ name: String) throws -> SecretBytes? {
         let s = try db.prepare("SELECT value FROM secrets WHERE name = ?")
         try s.bind([.text(name)])

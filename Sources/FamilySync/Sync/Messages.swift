@@ -1,13 +1,13 @@
-/// The JSON control messages of protocol version 3, each parsed strictly:
+/// The JSON control messages of protocol version 4, each parsed strictly:
 /// a missing or mistyped field is a protocol error naming the frame and field.
 /// Unknown fields are ignored, so a later minor revision may add some.
 public enum SyncProtocol {
     /// The protocol version this build speaks (HELLO and JOIN `protocol`).
-    /// Version 3 (docs/protocol.md §13): versions are bounded by the family's
-    /// clock (the owner's) where they first leave their device, and purged
-    /// records stay purged by records of their purge, which only the owner
-    /// makes (PURGED); version 2's owner-signed roster stays.
-    public static let version = 3
+    /// Version 4 (docs/protocol.md §13): nothing linkable in clear. The PSK
+    /// identity is sealed (no family or device ID, none alike), notices name
+    /// nobody, discovery carries no offer tags, family tag or host name, and
+    /// bundle headers are sealed. Version 3's family clock and purge records stay.
+    public static let version = 4
 }
 
 /// Typed access to a control frame's fields.
@@ -331,44 +331,45 @@ struct FamilyMessage {
 }
 
 /// Why a peer would not sync: the `reason` code a script can act on.
+/// Before authentication a server says only `bad-identity` (no identity of
+/// this protocol) or `unknown-key` (none it can open, or one it will not
+/// serve): a stranger learns no more than that (§5.1, §5.2).
 public enum RefusalReason: String, Sendable, CaseIterable {
-    case wrongFamily = "wrong-family"
-    case wrongPeer = "wrong-peer"
-    case unknownDevice = "unknown-device"
+    case badIdentity = "bad-identity"
+    case unknownKey = "unknown-key"
     case revoked = "revoked"
-    case staleKey = "stale-key"
-    case newerKey = "newer-key"
     case unknownOffer = "unknown-offer"
     case offerUsed = "offer-used"
     case offerExpired = "offer-expired"
     case offerClosed = "offer-closed"
     case familyFull = "family-full"
-    case notOwner = "not-owner"
     case alreadyMember = "already-member"
-    case badIdentity = "bad-identity"
-    case noFamily = "no-family"
     case selfConnect = "self"
 }
 
-/// REFUSED: the server will not sync, and why. `device` names the server
-/// (a hint for a client that guessed the wrong peer at an address).
+/// REFUSED: the server will not sync, and why. `hint` (on a notice) is the
+/// server's device ID sealed for the family's devices (`IdentityHint`).
 struct RefusalMessage {
     var reason: RefusalReason
     var message: String
-    var device: String?
+    var hint: String?
     /// On `revoked` from the owner: when the owner revoked the device.
     var revokedAt: Timestamp?
 
+    /// A hint's length in hex: nonce, a device ID, tag.
+    static let hintHexDigits = 2 * (AES256GCM.nonceBytes + 16 + AES256GCM.tagBytes)
+
     var json: JSONValue {
-        var pairs: [(String, JSONValue)] = [("reason", .string(reason.rawValue)), ("message", .string(message)), ("device", .optional(device))]
+        var pairs: [(String, JSONValue)] = [("reason", .string(reason.rawValue)), ("message", .string(message))]
+        if let hint { pairs.append(("hint", .string(hint))) }
         if let t = revokedAt { pairs.append(("revokedAt", .string(t.rfc3339))) }
         return .object(pairs)
     }
 
-    init(reason: RefusalReason, message: String, device: String? = nil, revokedAt: Timestamp? = nil) {
+    init(reason: RefusalReason, message: String, hint: String? = nil, revokedAt: Timestamp? = nil) {
         self.reason = reason
         self.message = message
-        self.device = device
+        self.hint = hint
         self.revokedAt = revokedAt
     }
 
@@ -378,8 +379,10 @@ struct RefusalMessage {
         guard let reason = RefusalReason(rawValue: code) else { throw ProtocolError("REFUSED field 'reason': unknown code '\(code)'") }
         self.reason = reason
         message = DisplayText.escaped(try r.optionalString("message", maxBytes: 1024) ?? "")
-        device = try r.optionalString("device")
-        if let d = device, !PairingOffer.isUUID(d) { throw ProtocolError("REFUSED field 'device': not an upper-case UUID") }
+        hint = try r.optionalString("hint", maxBytes: RefusalMessage.hintHexDigits)
+        if let h = hint, !Hex.isLowercase(h.utf8, digits: RefusalMessage.hintHexDigits) {
+            throw ProtocolError("REFUSED field 'hint': not \(RefusalMessage.hintHexDigits) lower-case hex digits")
+        }
         revokedAt = try r.optionalTime("revokedAt")
     }
 }

@@ -93,8 +93,8 @@ public final class SyncClient {
     private var transport: CommandTransport?
 
     /// The loop both ways of reaching a peer share: open (TCP or a command),
-    /// read a notice or run the session, follow a wrong-peer hint once, and
-    /// wait out a busy peer until `wait` has passed.
+    /// read a notice or run the session, follow the hint of an `unknown-key`
+    /// notice once, and wait out a busy peer until `wait` has passed.
     private func sessionWithRetries(at name: String, remembered: String?, guess initial: String, family fam: FamilyInfo, me: String, wait: TimeSpan,
                                     open: ([UInt8], SecretBytes) throws -> FrameChannel) throws -> SyncSummary {
         var guess = initial
@@ -105,8 +105,8 @@ public final class SyncClient {
         while true {
             attempt += 1
             defer { endTransport() }
-            let (identity, key) = try sessionKey(server: guess, family: fam, me: me)
-            let channel = try open(identity.bytes, key)
+            let (identity, key) = try store.sessionCredentials(server: guess, previousVersion: options.faults.contains(.speakPreviousVersion))
+            let channel = try open(identity, key)
             if !channel.tls.isAuthenticated {
                 let notice = try readNotice(channel, from: name)
                 switch notice {
@@ -115,18 +115,17 @@ public final class SyncClient {
                     try pauseWhenBusy(name, attempt: attempt, retryAfter: retryAfter, backoff: &backoff, giveUp: giveUp, wait: wait)
                     continue
                 case let .refused(r):
-                    if r.reason == .wrongPeer, let hint = r.device, hint != guess, !followedHint {
+                    // Who answered, when it is a device of this family at this epoch (§5.2).
+                    let answered = try r.hint.flatMap { try readHint($0, family: fam, identity: identity) }
+                    if answered == me { throw SyncError(.reachedItself, peer: name) }
+                    if let hint = answered, hint != guess, !followedHint {
                         emit("peer-hint", [("address", .string(name)), ("device", .string(hint))])
                         guess = hint
                         followedHint = true
                         continue
                     }
                     emit("refused", [("address", .string(name)), ("reason", .string(r.reason.rawValue)), ("message", .string(r.message))])
-                    // A notice before authentication: anyone could have sent it, so it is said so.
-                    var e = SyncError(r.reason == .unknownDevice && fam.role == .member && guess == fam.ownerDevice ? .unknownToOwner : .refused,
-                                      peer: name, detail: r.message, reason: r.reason.rawValue)
-                    e.unverified = true
-                    throw e
+                    throw SyncError.notice(r, from: name, family: fam, guess: guess, answered: answered)
                 }
             }
             emit("session", [("address", .string(name)), ("peer", .string(guess))])
@@ -147,6 +146,14 @@ public final class SyncClient {
                 throw e
             }
         }
+    }
+
+    /// The device a notice's hint names, read with this device's family key
+    /// (nil without one, or when the hint was not sealed for `identity`
+    /// under it: another family's device, or another epoch's).
+    private func readHint(_ hint: String, family fam: FamilyInfo, identity: [UInt8]) throws -> String? {
+        guard let f = try store.familySecret() else { return nil }
+        return try IdentityHint.open(hint, key: try IdentityHint.key(familyKey: f, family: fam.id, epoch: try store.familyEpoch), identity: identity)
     }
 
     /// Closes the current `--via` command's pipes and reaps it.
@@ -197,25 +204,6 @@ public final class SyncClient {
         let members = devices.sorted { ($0.lastSyncedAt?.milliseconds ?? 0) > ($1.lastSyncedAt?.milliseconds ?? 0) }
         guard let first = members.first else { throw SyncError(.noOtherDevice) }
         return first.deviceID
-    }
-
-    /// The identity and PSK for a session with `server` (docs/protocol.md, "Keys").
-    private func sessionKey(server: String, family: FamilyInfo, me: String) throws -> (SessionIdentity, SecretBytes) {
-        let epoch = try store.familyEpoch
-        let identity = SessionIdentity.sync(family: family.id, client: me, server: server, epoch: epoch)
-        if family.role == .owner {
-            guard let dev = try store.device(server), dev.revokedAt == nil, let k = try store.memberDeviceKey(server) else {
-                throw SyncError(.notAMember, peer: server)
-            }
-            _ = dev
-            return (identity, try SessionKeys.devicePSK(deviceKey: k, family: family.id, client: me, server: server))
-        }
-        if server == family.ownerDevice {
-            guard let k = try store.ownDeviceKey() else { throw StoreError(.noDeviceKey, path: store.path) }
-            return (identity, try SessionKeys.devicePSK(deviceKey: k, family: family.id, client: me, server: server))
-        }
-        guard let fk = try store.familySecret() else { throw StoreError(.noFamilyKey, path: store.path) }
-        return (identity, try SessionKeys.familyPSK(familyKey: fk, family: family.id, epoch: epoch, client: me, server: server))
     }
 
     /// TCP connect and TLS handshake. Nobody listening: exit 69 with the standard message.
@@ -359,7 +347,7 @@ public final class SyncClient {
                 return try sync(with: other.candidate.address, wait: left, expected: other.candidate.device, browseIfDistrusted: false)
             }
             // Nobody else: a refusal, unverified as it is, is the only word there is (a restored owner that does not know this device).
-            if first.kind == .refused || first.kind == .unknownToOwner { throw first }
+            if [.refused, .unknownToOwner, .perhapsUnknownToOwner].contains(first.kind) { throw first }
         }
         throw SyncError(.noPeerCouldSync, detail: allBusy ? "busy" : "", causes: failures)
     }
@@ -420,25 +408,33 @@ public final class SyncClient {
             }
             rejoining = fam
         }
-        let address: HostPort
-        if browse || given == nil {
-            let recognise = try DiscoveryTags.offerRecogniser(nonce: offer.nonce, family: offer.family, owner: nil, now: clock.now())
-            let winner = try PeerFinder.find(known: given.map { [($0, nil)] } ?? [], recognise: recognise,
-                                             what: "owner's device for this offer", observer: observer)
+        // The owner is not named on the network (§12a): with `browse`, every
+        // family-sync service answering is a candidate, tried in turn after
+        // the offer's address until one holds the offer (at most
+        // `SyncLimits.maxJoinCandidates`); the others answer `unknown-key`.
+        var address: HostPort
+        var passedOver: Set<String> = []
+        var firstRefusal: SyncError?
+        func nextCandidate(known: [(HostPort, String?)]) throws -> HostPort {
+            let winner = try PeerFinder.find(known: known, recognise: { _ in .some(nil) }, what: "owner's device for this offer", observer: observer, excluding: passedOver)
             found = winner
-            address = winner.candidate.address
+            return winner.candidate.address
+        }
+        if browse || given == nil {
+            address = try nextCandidate(known: given.map { [($0, nil)] } ?? [])
         } else {
             // Never nil: the branch above is taken when nothing was given.
             address = given!
         }
-        let identity = SessionIdentity.pair(family: offer.family, tag: try SessionKeys.offerTag(nonce: offer.nonce, family: offer.family))
         let key = try SessionKeys.pairingPSK(nonce: offer.nonce, family: offer.family)
         let giveUp = Deadline(after: wait)
         var backoff = BusyBackoff()
         var attempt = 0
         while true {
             attempt += 1
-            let channel = try open(address, identity: identity.bytes, key: key)
+            // Sealed anew for every try, so no two tries are alike (§3.3).
+            let identity = options.faults.contains(.speakPreviousVersion) ? try SessionIdentity.previousVersionText(offer) : try SessionIdentity.pairing(offer)
+            let channel = try open(address, identity: identity, key: key)
             if !channel.tls.isAuthenticated {
                 switch try readNotice(channel, from: address.description) {
                 case let .busy(retryAfter):
@@ -446,9 +442,21 @@ public final class SyncClient {
                     continue
                 case let .refused(r):
                     emit("refused", [("address", .string(address.description)), ("reason", .string(r.reason.rawValue)), ("message", .string(r.message))])
-                    var e = SyncError(.refused, peer: address.description, detail: r.message, reason: r.reason.rawValue, outcome: .nothingStored)
+                    let words = r.reason == .unknownKey
+                        ? "\(r.message): it is not the device of the owner that made this offer, or the offer is not among the \(SyncLimits.maxRecognisedOffers) it made last"
+                        : r.reason == .badIdentity ? SyncError.badIdentityWords(r) : r.message
+                    var e = SyncError(.refused, peer: address.description, detail: words, reason: r.reason.rawValue, outcome: .nothingStored)
                     e.unverified = true
-                    throw e
+                    firstRefusal = firstRefusal ?? e
+                    passedOver.insert(address.description)
+                    if browse, r.reason == .unknownKey, passedOver.count < SyncLimits.maxJoinCandidates, !SyncStop.isRequested,
+                       let next = try? nextCandidate(known: []) {
+                        emit("passing-over", [("address", .string(address.description)), ("next", .string(next.description))])
+                        address = next
+                        continue
+                    }
+                    // Never nil: set just above.
+                    throw firstRefusal!
                 }
             }
             channel.send(.join, json: JoinMessage(device: me, clock: clock.now(), name: name,
@@ -506,7 +514,7 @@ public final class SyncClient {
             // IDs an offer names are no secret, so anyone can forge an offer
             // that names them; only the owner holds the key (§9).
             if rejoining != nil, !acceptNewOwnerKey, let held = try store.ownerRosterKey,
-               !WelcomeProof.verify(welcome, device: me, tag: identity.tag, key: held) {
+               !WelcomeProof.verify(welcome, device: me, tag: try SessionKeys.offerTag(nonce: offer.nonce, family: offer.family), key: held) {
                 _ = channel.tls.shutdown(deadline: Deadline(after: SyncLimits.errorCloseTimeout))
                 throw SyncError(.ownerKeyDiffers, peer: address.description, family: welcome.family, outcome: .nothingStored)
             }

@@ -33,6 +33,11 @@ public struct SyncError: Error, CustomStringConvertible, Sendable {
         case unknownToOwner
         /// `peer` does not accept this device's key.
         case keyNotAccepted
+        /// `peer` is this device itself (the hint of its notice names this device).
+        case reachedItself
+        /// `peer`, where a member looked for the owner's device, holds no key
+        /// for it and its hint could not be read (`detail`: what that may be).
+        case perhapsUnknownToOwner
         /// This device was revoked from `family` at `detail` (the store says so).
         case revoked
         /// The family's signed roster says this device was revoked at `detail`.
@@ -108,6 +113,43 @@ public struct SyncError: Error, CustomStringConvertible, Sendable {
         self.notes = notes
     }
 
+    /// The failure a client reports for a notice (§5.2) that it did not
+    /// follow: `guess` is the device it meant, `answered` the device the
+    /// notice's hint names when it could read it. A notice's words are
+    /// anyone's, so the failure is unverified and says what the client itself
+    /// knows: what `unknown-key` can mean, what `bad-identity` from an older
+    /// peer means.
+    static func notice(_ r: RefusalMessage, from name: String, family fam: FamilyInfo, guess: String, answered: String?) -> SyncError {
+        var e: SyncError
+        switch r.reason {
+        case .unknownKey where fam.role == .member && guess == fam.ownerDevice && answered == guess:
+            // Its hint says the owner's device answered, under this device's own family key.
+            e = SyncError(.unknownToOwner, peer: name, detail: "the owner's device holds no key for this device: it never admitted this device, "
+                          + "or admitted it after the copy its store was restored from (or this store's device key is not the one it issued)")
+        case .unknownKey where fam.role == .member && guess == fam.ownerDevice:
+            // No hint it can read: it may be the owner's device under a family key this one lacks, or another's.
+            e = SyncError(.perhapsUnknownToOwner, peer: name, detail: "\(r.message): the owner's device that never admitted this device or admitted "
+                          + "it after the copy its store was restored from; or another device of this family, one of the two holding a family key the "
+                          + "other does not (sync with the owner's device first); or another family's device")
+        case .unknownKey:
+            e = SyncError(.refused, peer: name, detail: "\(r.message): it is not a device of this family, or one of the two holds a family key "
+                          + "the other does not (a device revoked, or one that missed a revocation: sync with the owner's device first)", reason: r.reason.rawValue)
+        case .badIdentity:
+            e = SyncError(.refused, peer: name, detail: badIdentityWords(r), reason: r.reason.rawValue)
+        default:
+            e = SyncError(.refused, peer: name, detail: r.message, reason: r.reason.rawValue)
+        }
+        e.unverified = true
+        return e
+    }
+
+    /// A `bad-identity` notice's words, and what it means to this device,
+    /// whose identities a device of an older version cannot read.
+    static func badIdentityWords(_ r: RefusalMessage) -> String {
+        "\(r.message) (this device sends identities of family-sync protocol version \(SyncProtocol.version); a device of an older version "
+            + "answers so: update family-sync there)"
+    }
+
     /// The peer could not be reached or did not answer (so another may be tried).
     public var isUnreachable: Bool {
         switch kind {
@@ -150,8 +192,9 @@ public struct SyncError: Error, CustomStringConvertible, Sendable {
         case .refused where unverified: return "refused by \(peer), unverified (a notice before authentication, which anyone on the network could send): \(detail) (\(reason ?? ""))"
         case .refused: return "refused by \(peer): \(detail) (\(reason ?? ""))"
         case .refusedRevoked: return "refused by \(peer): \(detail) (revoked); this device drops to free"
-        case .unknownToOwner where unverified: return "refused by \(peer), unverified (a notice before authentication): \(detail) (unknown-device)"
-        case .unknownToOwner: return "refused by \(peer): \(detail) (unknown-device)"
+        case .unknownToOwner: return "refused by \(peer), unverified (a notice before authentication): \(detail) (unknown-key)"
+        case .reachedItself: return "\(peer) is this device itself: a device does not sync with itself"
+        case .perhapsUnknownToOwner: return "refused by \(peer), unverified (a notice before authentication): \(detail) (unknown-key)"
         case .keyNotAccepted: return "refused by \(peer): it does not accept this device's key (a wrong family secret, or a key from before a revocation)"
         case .revoked: return "this device was revoked from family \(family ?? "") at \(detail); it syncs no more"
         case .revokedByRoster: return "the family's owner revoked this device at \(detail) (its signed roster says so)"

@@ -98,6 +98,22 @@ public enum SyncLimits {
     /// owner made, so the session ends with a protocol error instead of the
     /// owner moving its key to where a member says.
     public static let maxEpochLead: Int64 = 1024
+    /// Device keys a device tries on a sealed identity or bundle header
+    /// (§3.3): a member holds one, the owner one per device it admitted,
+    /// current members first, then the most recently revoked. The roster
+    /// holds as many entries at most, so a family never has more current.
+    public static let maxTrialDeviceKeys = 256
+    /// Offers the owner recognises in a pairing identity: the newest made,
+    /// open or not (an older offer's redemption is an unknown key).
+    public static let maxRecognisedOffers = 16
+    /// Every key a device tries on one sealed name, at most: its family key,
+    /// the device keys and the offers. One AES-256-GCM tag check of a few
+    /// dozen bytes each bounds the work a stranger causes per ClientHello.
+    public static let maxTrialKeys = 1 + maxTrialDeviceKeys + maxRecognisedOffers
+    /// Services a joining device tries, the offer's address among them,
+    /// before it gives up: no advertisement names the owner (§12a), so each
+    /// family-sync service found is asked whether it holds the offer.
+    public static let maxJoinCandidates = 8
     /// The default port `serve` listens on and `connect` assumes.
     public static let defaultPort: UInt16 = 7433
     /// How large a session lets the write-ahead log grow before a checkpoint:

@@ -372,7 +372,7 @@ final class ServerGate: @unchecked Sendable {
         switch decision {
         case let .refuseAuthenticated(_, m)? where conn.isAuthenticated: r = m
         case let .refuse(m)?: r = m
-        default: r = RefusalMessage(reason: .badIdentity, message: "no family-sync key was offered")
+        default: r = RefusalMessage(reason: .badIdentity, message: "no family-sync identity was offered")
         }
         ServerGate.sendNotice(.refused, r.json, on: channel, deadline: noticeDeadline)
         emit("refused", [("from", .string(from)), ("reason", .string(r.reason.rawValue)), ("message", .string(r.message)),
@@ -386,86 +386,115 @@ final class ServerGate: @unchecked Sendable {
         _ = channel.tls.shutdown(deadline: min(deadline, Deadline(after: TimeSpan.seconds(1))))
     }
 
+    /// The keys identities are tried with, read again only when another
+    /// connection changed the store (a join, a revocation, a new offer).
+    private var keys: GateKeys?
+
     /// Decides on a client's PSK identity, reading the store under the lock.
     func decide(_ identity: [UInt8]) -> ServerDecision {
         readerLock.lock()
         defer { readerLock.unlock() }
-        do { return try ServerGate.decide(identity, store: reader, now: clock.now()) } catch {
-            return .refuse(RefusalMessage(reason: .badIdentity, message: "this device could not read its store"))
+        do {
+            let version = try reader.dataVersion
+            if keys?.version != version { keys = try GateKeys(store: reader, version: version) }
+            // Never nil: set just above.
+            return try ServerGate.decide(identity, keys: keys!, store: reader, now: clock.now())
+        } catch {
+            keys = nil
+            return .refuse(RefusalMessage(reason: .unknownKey, message: GateKeys.unknownKeyWords))
         }
     }
 
     // MARK: Deciding on an identity
 
-    static func decide(_ bytes: [UInt8], store: Store, now: Timestamp) throws -> ServerDecision {
-        guard let id = SessionIdentity(bytes: bytes) else {
-            return .refuse(RefusalMessage(reason: .badIdentity, message: "not a family-sync session identity"))
+    /// One ClientHello's identity (docs/protocol.md §5.1): tried with every
+    /// key this device holds, at most `SyncLimits.maxTrialKeys` tag checks.
+    /// Every refusal before a key is chosen is the same `unknown-key` notice,
+    /// whatever the reason, so a stranger (one replaying a member's
+    /// ClientHello included) learns nothing from it; the hint tells a device
+    /// of the family who answered.
+    static func decide(_ bytes: [UInt8], keys: GateKeys, store: Store, now: Timestamp) throws -> ServerDecision {
+        switch try SessionIdentity.read(bytes, keys: keys.trial) {
+        case .malformed:
+            return .refuse(RefusalMessage(reason: .badIdentity, message: "not a family-sync identity of protocol version \(SyncProtocol.version)"))
+        case .previousVersion:
+            return .refuse(RefusalMessage(reason: .badIdentity, message: "the connecting device speaks family-sync protocol version 3 or older, "
+                + "this device version \(SyncProtocol.version); update family-sync on the connecting device"))
+        case .unrecognised:
+            return try keys.unknownKey(bytes)
+        case let .opened(id, key):
+            guard let fam = keys.family, let d = try served(id, under: key, family: fam, me: keys.me, store: store, now: now) else {
+                return try keys.unknownKey(bytes)
+            }
+            return d
         }
-        guard let fam = try store.family() else {
-            return .refuse(RefusalMessage(reason: .noFamily, message: "this device belongs to no family yet"))
-        }
-        let me = try store.deviceID
-        switch id {
-        case let .sync(f, client, server, epoch):
-            guard f == fam.id else { return .refuse(RefusalMessage(reason: .wrongFamily, message: "this device belongs to another family")) }
-            guard server == me else {
-                return .refuse(RefusalMessage(reason: .wrongPeer, message: "this is device \(me), not \(server)", device: me))
+    }
+
+    /// The decision for an identity this device opened, or nil for one it
+    /// does not serve (it names another device, this one as the client, a
+    /// revoked one; or this device is revoked).
+    private static func served(_ id: SessionIdentity, under key: HeldKey, family fam: FamilyInfo, me: String, store: Store, now: Timestamp) throws -> ServerDecision? {
+        switch (id, key.kind) {
+        case let (.sync(client, server), .device(member)):
+            guard server == me, client != me, !(try store.isSelfRevoked) else { return nil }
+            let psk = try SessionKeys.devicePSK(deviceKey: key.secret, family: fam.id, client: client, server: me)
+            guard fam.role == .owner else { return client == fam.ownerDevice && member == me ? .sync(peer: client, key: psk) : nil }
+            guard client == member, let dev = try store.device(client), dev.role == .member else { return nil }
+            if let t = dev.revokedAt {
+                return .refuseAuthenticated(key: psk, RefusalMessage(reason: .revoked, message: "device \(client) was revoked by the family's owner at \(t.rfc3339)", revokedAt: t))
             }
-            guard client != me else { return .refuse(RefusalMessage(reason: .selfConnect, message: "a device cannot sync with itself")) }
-            if try store.isSelfRevoked {
-                return .refuse(RefusalMessage(reason: .revoked, message: "this device has been revoked from the family"))
-            }
-            if fam.role == .owner {
-                guard let dev = try store.device(client), dev.role == .member, let key = try store.memberDeviceKey(client) else {
-                    // A device the owner never admitted, or admitted after the copy its store was restored from (§4.6).
-                    return .refuse(RefusalMessage(reason: .unknownDevice, message: "the owner's device does not know device \(client): "
-                        + "it was never admitted, or was admitted after the copy the owner's store was restored from"))
-                }
-                let psk = try SessionKeys.devicePSK(deviceKey: key, family: f, client: client, server: me)
-                if let t = dev.revokedAt {
-                    return .refuseAuthenticated(key: psk, RefusalMessage(reason: .revoked, message: "device \(client) was revoked by the family's owner at \(t.rfc3339)",
-                                                                         revokedAt: t))
-                }
-                return .sync(peer: client, key: psk)
-            }
-            if client == fam.ownerDevice {
-                guard let key = try store.ownDeviceKey() else {
-                    return .refuse(RefusalMessage(reason: .unknownDevice, message: "this device holds no key for the owner"))
-                }
-                return .sync(peer: client, key: try SessionKeys.devicePSK(deviceKey: key, family: f, client: client, server: me))
-            }
+            return .sync(peer: client, key: psk)
+        case let (.sync(client, server), .family(epoch)):
             // A client this member does not know yet holds the family key, so it is a
             // member; its FAMILY brings the owner's newer signed roster listing it.
-            if let t = try store.device(client)?.revokedAt {
-                return .refuse(RefusalMessage(reason: .revoked, message: "device \(client) was revoked by the family's owner at \(t.rfc3339)"))
+            guard fam.role == .member, server == me, client != me, client != fam.ownerDevice, !(try store.isSelfRevoked),
+                  try store.device(client)?.revokedAt == nil else { return nil }
+            return .sync(peer: client, key: try SessionKeys.familyPSK(familyKey: key.secret, family: fam.id, epoch: epoch, client: client, server: me))
+        case let (.pair, .offer(nonce)):
+            guard fam.role == .owner else { return nil }
+            let psk = try SessionKeys.pairingPSK(nonce: nonce, family: fam.id)
+            switch try store.offerState(nonce: nonce, now: now) {
+            case .accepted: return .pair(nonce: nonce, key: psk)
+            case .alreadyUsed: return .refuseAuthenticated(key: psk, RefusalMessage(reason: .offerUsed, message: "offer already used"))
+            case .expired: return .refuseAuthenticated(key: psk, RefusalMessage(reason: .offerExpired, message: "offer expired"))
+            case .closed, .unknown: return .refuseAuthenticated(key: psk, RefusalMessage(reason: .offerClosed, message: "offer closed"))
             }
-            let mine = try store.familyEpoch
-            if epoch < mine {
-                return .refuse(RefusalMessage(reason: .staleKey, message: "device \(client) holds an older family key (epoch \(epoch), this device has \(mine)): it must sync with the owner's device first"))
-            }
-            if epoch > mine {
-                return .refuse(RefusalMessage(reason: .newerKey, message: "this device holds an older family key (epoch \(mine), yours is \(epoch)): it must sync with the owner's device first"))
-            }
-            guard let fk = try store.familySecret() else {
-                return .refuse(RefusalMessage(reason: .noFamily, message: "this device holds no family key"))
-            }
-            return .sync(peer: client, key: try SessionKeys.familyPSK(familyKey: fk, family: f, epoch: epoch, client: client, server: me))
-        case let .pair(f, tag):
-            guard f == fam.id else { return .refuse(RefusalMessage(reason: .wrongFamily, message: "this device belongs to another family")) }
-            guard fam.role == .owner else {
-                return .refuse(RefusalMessage(reason: .notOwner, message: "this device is a member; only the owner's device redeems pairing offers"))
-            }
-            for (nonce, state) in try store.offerStates(now: now) where try SessionKeys.offerTag(nonce: nonce, family: f) == tag {
-                let psk = try SessionKeys.pairingPSK(nonce: nonce, family: f)
-                switch state {
-                case .accepted: return .pair(nonce: nonce, key: psk)
-                case .alreadyUsed: return .refuseAuthenticated(key: psk, RefusalMessage(reason: .offerUsed, message: "offer already used"))
-                case .expired: return .refuseAuthenticated(key: psk, RefusalMessage(reason: .offerExpired, message: "offer expired"))
-                case .closed, .unknown: return .refuseAuthenticated(key: psk, RefusalMessage(reason: .offerClosed, message: "offer closed"))
-                }
-            }
-            return .refuse(RefusalMessage(reason: .unknownOffer, message: "unknown offer: this device never made it"))
+        default:
+            return nil
         }
+    }
+}
+
+/// What the handshake threads try identities with, read from the store at
+/// once: the held keys (derived for identities), this device, and the key
+/// its notices' hints are sealed under.
+struct GateKeys {
+    /// The store's `data_version` when read: another connection's commit changes it.
+    let version: Int64
+    let family: FamilyInfo?
+    let me: String
+    let trial: TrialKeys
+    let hintKey: SecretBytes?
+
+    /// The words of every `unknown-key` notice: one text, whatever the reason.
+    static let unknownKeyWords = "this device holds no key for the identity offered"
+
+    init(store: Store, version: Int64) throws {
+        self.version = version
+        family = try store.family()
+        me = try store.deviceID
+        trial = try TrialKeys(try store.heldKeys(offers: true), family: family?.id ?? "", use: .identity)
+        if let fam = family, let f = try store.familySecret() {
+            hintKey = try IdentityHint.key(familyKey: f, family: fam.id, epoch: try store.familyEpoch)
+        } else {
+            hintKey = nil
+        }
+    }
+
+    /// The notice for an identity this device does not serve, with the hint bound to it.
+    func unknownKey(_ identity: [UInt8]) throws -> ServerDecision {
+        .refuse(RefusalMessage(reason: .unknownKey, message: GateKeys.unknownKeyWords,
+                               hint: try hintKey.map { try IdentityHint.seal(device: me, key: $0, identity: identity) }))
     }
 }
 

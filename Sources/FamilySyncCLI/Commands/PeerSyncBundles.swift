@@ -44,7 +44,9 @@ extension PeerSyncCommand {
         whole before anything is applied, then applied in one transaction, \
         so a part cut off, changed or sealed for someone else changes \
         nothing (65, or 77 for another device or family, an unknown or \
-        revoked writer, or a key this device lacks). A part applied already \
+        revoked writer, a key this device lacks, or a header changed: a \
+        part's header is sealed, so no family or device is named in clear, \
+        and one no key here opens cannot be told apart). A part applied already \
         is refused (65) and changes nothing; so is one older than a bundle \
         from the same device applied already (it carries nothing newer). \
         Prints one JSON object per part. With --reply it then writes a \

@@ -73,7 +73,11 @@ public enum PeerSyncCommand {
         discussion: """
         Reads a pairing offer (pair-scan(1)'s JSON, or the offer text) and \
         redeems it with the owner's device, at the offer's address unless \
-        --connect names another. On success the store receives the family, its \
+        --connect names another. Without --connect, the family-sync services \
+        found by browsing are tried too, one after another (at most \
+        \(SyncLimits.maxJoinCandidates) in all): nothing on the network names \
+        the owner, and only the owner that made the offer opens its sealed \
+        identity; any other answers unknown-key and is passed over. On success the store receives the family, its \
         key, this device's own key, the member list, the owner's proof and the \
         revocation list, and a first sync follows on the same connection. A \
         used, expired or unknown offer, or a full family, is refused with \
@@ -103,8 +107,16 @@ public enum PeerSyncCommand {
         discussion: """
         Runs one sync session with the device at HOST:PORT. Without an \
         address it tries the peers this store has reached before, at their \
-        last known addresses, most recent first, until one session completes: \
-        the Sync Now button, and the pass at launch. A busy peer is retried \
+        last known addresses, most recent first, and browses for the \
+        family's devices at the same time, until one session completes: \
+        the Sync Now button, and the pass at launch. A NAME.local host is \
+        resolved over multicast DNS; serve does not answer for its machine's \
+        own name (that would tie its daily tags to the machine), so one \
+        resolves only where the system's own responder (avahi-daemon) \
+        answers for it. An address that answers without proving the \
+        family's key (another device, a refusal anyone could send) is \
+        passed over for the family's devices found by browsing, and said \
+        so. A busy peer is retried \
         with backoff until --wait runs out (then status 75). Nobody listening \
         is status 69, never a silent hang. With --via it syncs over a \
         command's standard input and output instead (ssh to a host that runs \
@@ -118,7 +130,7 @@ public enum PeerSyncCommand {
                   OptionSpec("via", valueName: "COMMAND", help: "Sync over COMMAND's standard input and output instead of TCP. COMMAND is split into words (with '...' and \"...\" quoting and backslash escapes) and run without a shell, as rsync -e runs one; its standard error is this tool's."),
                   wait, waveTimeout, quietLimit, sessionLimit, events, root, CommonOptions.now, CommonOptions.quiet, faultSkipPhotoReplies, faultPreviousProtocol],
         arguments: [ArgumentSpec("HOST:PORT", help: "The peer's address.", default: "the known peers in turn", completion: .none)],
-        examples: [Example("Sync now with the owner's device:", "peer-sync connect --db kid.db owner.local:7433"),
+        examples: [Example("Sync now with the owner's device:", "peer-sync connect --db kid.db 192.168.1.20:7433"),
                    Example("Sync with whichever known peer answers:", "peer-sync connect --db kid.db"),
                    Example("Sync from afar over ssh:", "peer-sync connect --db kid.db --via 'ssh -T home peer-sync serve --stdio --quiet --db owner.db'")]
     )
@@ -188,10 +200,12 @@ public enum PeerSyncCommand {
         multicast DNS) on every interface that is up, for --timeout, and \
         prints one JSON object: the interfaces browsed, how long, and each \
         family device that answered (device, role, address, interface). The \
-        service's names are tags made from the family key that change every \
-        day, so only members recognise them; other services of the same type \
-        are only counted (others). Exits 0 when a family device answered, 1 \
-        when none did.
+        service's names are tags made from the family key and the device \
+        that change every day, and its TXT record is the protocol version \
+        alone, so only members recognise them, and only for the devices \
+        their roster lists; other services of the same type (another \
+        family's, or a device not in the roster yet) are only counted \
+        (others). Exits 0 when a family device answered, 1 when none did.
         """,
         options: [CommonOptions.db,
                   OptionSpec("timeout", valueName: "DURATION", help: "How long to browse.", default: PeerFinder.browseTime.description),
@@ -277,7 +291,15 @@ public enum PeerSyncCommand {
             owner hands only to devices that are not revoked, over sessions \
             authenticated by their own keys: a revoked device keeps no key any \
             current device accepts. Keys live in the store (mode 0600) and are \
-            never printed. The wire protocol is described in docs/protocol.md.
+            never printed. Nothing a stranger on the network can read names \
+            the family, a device or the machine, or links two sessions or two \
+            days: the PSK identity in each ClientHello is sealed afresh under \
+            the key it names, every refusal before a key is chosen is the one \
+            notice unknown-key (with the answering device's ID sealed for its \
+            family), the DNS-SD names are daily tags with a TXT record of the \
+            protocol version alone, and bundle headers are sealed. A device's \
+            addresses, and what it sends when, are not hidden. The wire \
+            protocol is described in docs/protocol.md.
             """),
         ]
     )

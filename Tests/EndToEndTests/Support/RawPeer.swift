@@ -21,10 +21,7 @@ final class RawPeer {
     /// An authenticated session as `member` (a store paired with the owner) with the owner's device.
     static func member(_ member: String, ofOwner owner: String, port: UInt16) throws -> RawPeer {
         let fam = try Store(path: owner).family()!
-        let m = try Store(path: member)
-        let me = try m.deviceID
-        let key = try SessionKeys.devicePSK(deviceKey: m.ownDeviceKey()!, family: fam.id, client: me, server: fam.ownerDevice)
-        let identity = SessionIdentity.sync(family: fam.id, client: me, server: fam.ownerDevice, epoch: try m.familyEpoch).bytes
+        let (identity, key) = try Store(path: member).sessionCredentials(server: fam.ownerDevice)
         return try RawPeer(port: port, identity: identity, key: key)
     }
 

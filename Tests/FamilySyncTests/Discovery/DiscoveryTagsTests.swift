@@ -17,7 +17,7 @@ import Testing
     @Test func membersRecogniseTheDeviceAndStrangersDoNot() throws {
         let tags = try DiscoveryTags(familyKey: Self.key, family: Self.family)
         let day = DiscoveryTags.day(Self.now)
-        let f = Self.found(tags.deviceTag(Self.owner, day: day), ["v=1", "f=\(tags.familyTag(day: day))"])
+        let f = Self.found(tags.deviceTag(Self.owner, day: day), ["v=4"])
         let member = tags.recogniser(devices: [Self.owner, Self.member], me: Self.member, now: Self.now)
         #expect(member(f) == .some(Self.owner))
         // Its own advertisement is not a peer.
@@ -26,35 +26,39 @@ import Testing
         // Another family's key recognises nothing.
         let other = try DiscoveryTags(familyKey: SecretBytes([UInt8](repeating: 8, count: 32)), family: Self.family)
         #expect(other.recogniser(devices: [Self.owner], me: Self.member, now: Self.now)(f) == nil)
-        // A device of the family it does not know yet is still the family's.
-        let newcomer = Self.found("zzzzzzzzzzzzzzzz", ["v=1", "f=\(tags.familyTag(day: day))"])
-        #expect(member(newcomer) == .some(nil))
-        // A peer whose clock is on the next day is still recognised.
-        let tomorrow = Self.found(tags.deviceTag(Self.owner, day: day + 1), ["f=\(tags.familyTag(day: day + 1))"])
-        #expect(member(tomorrow) == .some(Self.owner))
+        // A device not in the roster yet is not recognised: nothing on the network says it is the family's.
+        #expect(member(Self.found("zzzzzzzzzzzzzzzz", ["v=4"])) == nil)
+        // A peer whose clock is on the next day is still recognised, renamed or not.
+        #expect(member(Self.found(tags.deviceTag(Self.owner, day: day + 1), ["v=4"])) == .some(Self.owner))
+        #expect(member(Self.found(tags.deviceTag(Self.owner, day: day) + " (2)", ["v=4"])) == .some(Self.owner))
     }
 
     @Test func namesRotateDailyAndRevealNoID() throws {
         let tags = try DiscoveryTags(familyKey: Self.key, family: Self.family)
         let d = DiscoveryTags.day(Self.now)
         #expect(tags.deviceTag(Self.owner, day: d) != tags.deviceTag(Self.owner, day: d + 1))
-        #expect(tags.familyTag(day: d) != tags.familyTag(day: d + 1))
         #expect(tags.deviceTag(Self.owner, day: d) != tags.deviceTag(Self.member, day: d))
-        for t in [tags.deviceTag(Self.owner, day: d), tags.familyTag(day: d)] {
-            for id in [Self.family, Self.owner] {
+        for t in [tags.deviceTag(Self.owner, day: d), tags.deviceTag(Self.member, day: d + 1)] {
+            for id in [Self.family, Self.owner, Self.member] {
                 for part in id.lowercased().split(separator: "-") where part.count >= 4 { #expect(!t.contains(part)) }
             }
         }
         #expect(tags.deviceTag(Self.owner, day: d).count == 16)
     }
 
-    @Test func anOfferTagFindsTheOwnerWithoutTheFamilyKey() throws {
-        let nonce = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567"
-        let t = try DiscoveryTags.offerTag(nonce: nonce, family: Self.family, day: DiscoveryTags.day(Self.now))
-        let rec = try DiscoveryTags.offerRecogniser(nonce: nonce, family: Self.family, owner: nil, now: Self.now)
-        #expect(rec(Self.found("x", ["v=1", "f=aaaa", "o=bbbbbbbbbb,\(t)"])) == .some(nil))
-        #expect(rec(Self.found("x", ["v=1", "f=aaaa", "o=bbbbbbbbbb"])) == nil)
-        #expect(rec(Self.found("x", ["v=1"])) == nil)
+    /// §12a: the TXT record is the same for every device of every family,
+    /// offers open or not; only the day's device tag differs.
+    @Test func theAdvertisementSaysNothingOfTheFamilyOrItsOffers() throws {
+        let dir = TempFolder()
+        let store = try Store(path: dir.path + "/owner.db")
+        _ = try store.makeOffer(ttl: .minutes(10), address: nil, now: Self.now)
+        let withOffer = try #require(try ServiceAdvertisement.current(store: store, port: 7433, now: Self.now))
+        #expect(withOffer.txt == ["v=\(SyncProtocol.version)"])
+        try store.closeOffers(nonce: nil, now: Self.now)
+        #expect(try ServiceAdvertisement.current(store: store, port: 7433, now: Self.now) == withOffer)
+        let other = try Store(path: dir.path + "/other.db")
+        _ = try other.makeOffer(ttl: .minutes(10), address: nil, now: Self.now)
+        #expect(try ServiceAdvertisement.current(store: other, port: 7433, now: Self.now)?.txt == withOffer.txt)
     }
 }
 

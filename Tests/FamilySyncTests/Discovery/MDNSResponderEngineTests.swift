@@ -1,4 +1,5 @@
 import Testing
+import Glibc
 @testable import FamilySync
 
 /// The responder's RFC 6762 behaviour, driven by a hand-moved clock: probing
@@ -8,7 +9,7 @@ import Testing
 @Suite struct MDNSResponderEngineTests {
     static let eth0 = NetworkInterface(name: "eth0", index: 2, address: [10, 0, 0, 5],
                                        ipv6: [[0xFD, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5]])
-    static let ad = ServiceAdvertisement(instance: "abcdefghijklmnop", port: 7433, txt: ["v=2", "f=qqqqqqqqqq"])
+    static let ad = ServiceAdvertisement(instance: "abcdefghijklmnop", port: 7433, txt: ["v=4"])
     static let other: [UInt8] = [10, 0, 0, 9]
 
     /// Records what the engine logs and which ranges it drew random numbers from.
@@ -18,11 +19,10 @@ import Testing
     }
 
     /// An engine on `eth0` advertising `ad`; random draws return `pick` within the range asked.
-    /// It answers for no host name of its own unless given `systemHostName`.
-    static func engine(_ clock: ManualClock, _ probe: Probe = Probe(), systemHostName: DNSName? = nil,
+    static func engine(_ clock: ManualClock, _ probe: Probe = Probe(),
                        pick: @escaping (ClosedRange<Int64>) -> Int64 = { $0.lowerBound }) -> MDNSResponderEngine {
         MDNSResponderEngine(clock: clock.clock, random: { r in probe.ranges.withLock { $0.append(r) }; return pick(r) },
-                            systemHostName: systemHostName, log: { l in probe.lines.withLock { $0.append(l) } })
+                            log: { l in probe.lines.withLock { $0.append(l) } })
     }
 
     static func datagram(_ m: DNSMessage, from source: [UInt8] = other, port: UInt16 = MDNS.port) -> Datagram {
@@ -502,50 +502,27 @@ import Testing
         #expect(g.phase == .probing(sent: 1, next: clock.now.adding(MDNSResponderEngine.probeInterval)))
     }
 
-    /// The host's own NAME.local is probed with the day's names and answered
-    /// once claimed; held by another device it is given up, not renamed.
-    @Test func theHostsOwnNameIsProbedAndGivenUpWhenAnotherDeviceHoldsIt() throws {
+    /// §12a: the host's own NAME.local is neither probed for nor answered:
+    /// its addresses are the day's tag's, so an answer would tie every
+    /// day's tag to the host's name. Only the day's names go out.
+    @Test func theHostsOwnNameIsNeitherProbedNorAnswered() throws {
         let clock = ManualClock()
-        let probe = Probe()
-        let owner = DNSName("owner.local")
-        var e = Self.engine(clock, probe, systemHostName: owner)
+        var e = Self.engine(clock)
         _ = e.update(advertisement: Self.ad, interfaces: [Self.eth0])
         let first = try #require(e.tick().first).message
-        #expect(first.questions.map(\.name) == [Self.ad.instanceName, Self.ad.hostName, owner])
-        #expect(first.authorities.filter { $0.name == owner }.map(\.data) == [.a(Self.eth0.address), .aaaa(Self.eth0.ipv6[0])])
-        let ask = Self.query([DNSQuestion(name: owner, type: DNSType.a.rawValue)])
-        // Not answered while probing.
-        #expect(e.receive(Self.datagram(ask)).isEmpty)
-        for _ in 0..<3 { clock.advance(by: MDNSResponderEngine.probeInterval); _ = e.tick() }
-        #expect(e.isClaimed)
+        #expect(first.questions.map(\.name) == [Self.ad.instanceName, Self.ad.hostName])
+        #expect(Set(first.authorities.map(\.name)) == [Self.ad.instanceName, Self.ad.hostName])
+        // Claimed, announced, and free to answer again.
+        e = Self.announcedEngine(clock)
+        var hostName = [UInt8](repeating: 0, count: 256)
+        gethostname(&hostName, 255)
+        let system = String(decoding: hostName.prefix { $0 != 0 }, as: UTF8.self).split(separator: ".").first.map(String.init) ?? "owner"
+        for name in [DNSName("owner.local"), DNSName(system + ".local")] {
+            #expect(e.receive(Self.datagram(Self.query([DNSQuestion(name: name, type: DNSType.any.rawValue)]))).isEmpty, "\(name)")
+        }
+        // The day's host name is answered, with the address.
+        let ask = Self.query([DNSQuestion(name: Self.ad.hostName, type: DNSType.a.rawValue)])
         #expect(e.receive(Self.datagram(ask)).first?.message.answers.map(\.data) == [.a(Self.eth0.address)])
-        // Another responder on this host (avahi-daemon) answering with an
-        // address this engine does not announce is no conflict.
-        _ = e.receive(Self.datagram(Self.response([DNSRecord(name: owner, ttl: 120, cacheFlush: true, data: .aaaa([UInt8](repeating: 0xFE, count: 16)))]),
-                                    from: Self.eth0.address))
-        #expect(e.claimedSystemHostName == owner)
-        // Another device holds it: given up, the day's names are kept.
-        _ = e.receive(Self.datagram(Self.response([DNSRecord(name: owner, ttl: 120, cacheFlush: true, data: .a(Self.other))])))
-        #expect(e.isClaimed)
-        #expect(e.current?.instance == Self.ad.instance)
-        #expect(e.claimedSystemHostName == nil)
-        #expect(e.receive(Self.datagram(ask)).isEmpty)
-        #expect(probe.lines.withLock { $0 }.contains { $0.contains("owner.local is used on the network by another device") })
-        #expect(!probe.lines.withLock { $0 }.contains { $0.contains("taken on the network") })
-        // No goodbye for the name: another responder on this host may hold it.
-        #expect(e.stop().allSatisfy { p in p.message.answers.allSatisfy { $0.name != owner } })
-        // The next day's names probe for it again.
-        var f = Self.engine(clock, systemHostName: owner)
-        Self.claim(&f, clock)
-        _ = f.receive(Self.datagram(Self.response([DNSRecord(name: owner, ttl: 120, cacheFlush: true, data: .a(Self.other))])))
-        #expect(f.claimedSystemHostName == nil)
-        var nextDay = Self.ad
-        nextDay.instance = "qrstuvwxyzabcdef"
-        nextDay.hostLabel = nextDay.instance
-        _ = f.update(advertisement: nextDay, interfaces: [Self.eth0])
-        #expect(f.claimedSystemHostName == owner)
-        clock.advance(by: MDNSResponderEngine.probeInterval)
-        #expect(f.tick().first?.message.questions.map(\.name).contains(owner) == true)
     }
 
     @Test func aLegacyQuerierGetsItsIDBackShortTTLsAtOnce() throws {
@@ -588,15 +565,16 @@ import Testing
         #expect(!e.isClaimed)
         let probe = try #require(e.tick().first).message
         #expect(probe.questions.first?.name == tomorrow.instanceName)
-        // A new TXT (an offer opened) is announced again without probing.
+        // A new TXT (a serve updated to another protocol version while it
+        // runs on the same store) is announced again without probing.
         Self.claim(&e, clock, tomorrow)
         clock.advance(by: .seconds(5))
         Self.settle(&e, clock)
-        var withOffer = tomorrow
-        withOffer.txt.append("o=aaaaaaaaaa")
-        _ = e.update(advertisement: withOffer, interfaces: [Self.eth0])
+        var changed = tomorrow
+        changed.txt = ["v=5"]
+        _ = e.update(advertisement: changed, interfaces: [Self.eth0])
         #expect(e.isClaimed)
-        #expect(try #require(e.tick().first).message.answers.contains { $0.data == .txt(withOffer.txt.map { Array($0.utf8) }) })
+        #expect(try #require(e.tick().first).message.answers.contains { $0.data == .txt(changed.txt.map { Array($0.utf8) }) })
     }
 
     @Test func renamedInstancesAreStillRecognised() {
@@ -614,7 +592,7 @@ import Testing
         let tags = try! DiscoveryTags(familyKey: DiscoveryTagsTests.key, family: DiscoveryTagsTests.family)
         let day = DiscoveryTags.day(DiscoveryTagsTests.now)
         let rec = tags.recogniser(devices: [DiscoveryTagsTests.owner], me: DiscoveryTagsTests.member, now: DiscoveryTagsTests.now)
-        let f = FoundService(instance: tags.deviceTag(DiscoveryTagsTests.owner, day: day) + " (2)", txt: [Array("f=\(tags.familyTag(day: day))".utf8)],
+        let f = FoundService(instance: tags.deviceTag(DiscoveryTagsTests.owner, day: day) + " (2)", txt: [Array("v=4".utf8)],
                              port: 7433, address: "10.0.0.1", interface: "eth0")
         #expect(rec(f) == .some(DiscoveryTagsTests.owner))
     }

@@ -194,7 +194,7 @@ final class InProcessHousehold {
         let o = try Store(path: owner.path), s = try Store(path: m.path)
         let fam = try o.family()!, mfam = try s.family()!
         let key = try SessionKeys.devicePSK(deviceKey: try s.ownDeviceKey()!, family: fam.id, client: m.id, server: owner.id)
-        let identity = SessionIdentity.sync(family: fam.id, client: m.id, server: owner.id, epoch: try s.familyEpoch).bytes
+        let identity = try s.sessionCredentials(server: owner.id).identity
         let listener = try TCPSocket.listen(on: HostPort(host: "127.0.0.1", port: 0))
         let port = listener.localAddress()!.port
         let result = Locked<Result<SyncSummary, any Error>?>(nil)

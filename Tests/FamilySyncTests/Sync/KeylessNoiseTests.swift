@@ -27,7 +27,7 @@ import Testing
     static func rejected(_ from: String, _ reason: String = "handshake") -> SyncEvent {
         SyncEvent("rejected", [("from", .string(from)), ("reason", .string(reason)), ("message", .string("x"))])
     }
-    static func refused(_ from: String, authenticated: Bool, _ reason: String = "unknown-device") -> SyncEvent {
+    static func refused(_ from: String, authenticated: Bool, _ reason: String = "unknown-key") -> SyncEvent {
         SyncEvent("refused", [("from", .string(from)), ("reason", .string(reason)), ("message", .string("m")), ("authenticated", .bool(authenticated))])
     }
     static func busy(_ from: String, known: Bool) -> SyncEvent { SyncEvent("busy", [("from", .string(from)), ("known", .bool(known))]) }
@@ -59,7 +59,7 @@ import Testing
         #expect(sink.names == ["keyless"])
         let s = sink.summaries[0]
         #expect(Self.field(s, "connections")?.int64Value == 300)
-        #expect(Self.reasons(s) == ["handshake": 100, "unknown-device": 100, "busy": 100])
+        #expect(Self.reasons(s) == ["handshake": 100, "unknown-key": 100, "busy": 100])
         #expect(Self.field(s, "addresses")?.int64Value == 3)
         #expect(Self.field(s, "addressesCapped") == nil)
         #expect(Self.field(s, "first")?.stringValue == Self.base.rfc3339)

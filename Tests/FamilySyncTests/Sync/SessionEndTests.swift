@@ -34,7 +34,7 @@ import Testing
         let o = try Store(path: h.owner.path), s = try Store(path: m.path)
         let fam = try o.family()!
         let key = try SessionKeys.devicePSK(deviceKey: try s.ownDeviceKey()!, family: fam.id, client: m.id, server: h.owner.id)
-        let identity = SessionIdentity.sync(family: fam.id, client: m.id, server: h.owner.id, epoch: try s.familyEpoch).bytes
+        let identity = try s.sessionCredentials(server: h.owner.id).identity
         let listener = try TCPSocket.listen(on: HostPort(host: "127.0.0.1", port: 0))
         defer { listener.close() }
         let port = listener.localAddress()!.port

@@ -2,8 +2,9 @@ import Glibc
 
 /// Every limit of a bundle file (docs/protocol.md §12b), named once.
 public enum BundleLimits {
-    /// The clear header's JSON.
-    public static let headerBytes = 1024
+    /// The header's JSON, padded with spaces to exactly this before it is
+    /// sealed, so every header is the same size whatever its numbers.
+    public static let headerBytes = 512
     /// Plaintext per sealed chunk.
     public static let chunkBytes = 1 << 20
     /// The smallest `--max-bytes` a part may be given: one record batch and
@@ -47,10 +48,15 @@ public struct BundleError: Error, CustomStringConvertible, Sendable {
     public var description: String { message }
 }
 
-/// The clear header, authenticated with every chunk: who wrote the part,
-/// for whom, under which key, and which part of which bundle it is.
+/// The header, sealed under a key the writer and the reader hold (so it
+/// names nobody in clear) and authenticated with every chunk: who wrote the
+/// part, for whom, under which key, and which part of which bundle it is.
 struct BundleHeader: Equatable {
-    static let magic = Array("family-sync bundle 1\n".utf8)
+    static let magic = Array("family-sync bundle 2\n".utf8)
+    /// Format 1, of protocol version 3, whose header was in clear.
+    static let previousMagic = Array("family-sync bundle 1\n".utf8)
+    /// The sealed header as it is in the file: nonce, padded JSON, tag.
+    static let sealedBytes = AES256GCM.nonceBytes + BundleLimits.headerBytes + AES256GCM.tagBytes
     enum KeyKind: String { case device, family }
     var family: String
     var from: String
@@ -62,32 +68,38 @@ struct BundleHeader: Equatable {
     /// The writer's bundle number for this peer (1, 2, …), the same in every part of one bundle.
     var write: Int64
     var part: Int64
-    /// 16 hex digits derived from the part's key (BundleKeys.check): a reader
-    /// holding another key says so, instead of taking the part for a changed one.
-    var check = ""
 
     var json: JSONValue {
         .object([("family", .string(family)), ("from", .string(from)), ("to", .string(to)), ("key", .string(key.rawValue)),
-                 ("epoch", .int(epoch)), ("id", .string(id)), ("write", .int(write)), ("part", .int(part)), ("check", .string(check))])
+                 ("epoch", .int(epoch)), ("id", .string(id)), ("write", .int(write)), ("part", .int(part))])
     }
 
     init(family: String, from: String, to: String, key: KeyKind, epoch: Int64, id: String, write: Int64, part: Int64) {
         (self.family, self.from, self.to, self.key, self.epoch, self.id, self.write, self.part) = (family, from, to, key, epoch, id, write, part)
     }
 
-    init(_ bytes: [UInt8]) throws(ProtocolError) {
-        let r = try FieldReader(Frame(.hello, bytes)).renamed("bundle header")
+    /// Reads the header's JSON from its padded plaintext (trailing spaces dropped).
+    init(_ padded: [UInt8]) throws(ProtocolError) {
+        var end = padded.count
+        while end > 0, padded[end - 1] == 0x20 { end -= 1 }
+        let r = try FieldReader(Frame(.hello, Array(padded[0..<end]))).renamed("bundle header")
         family = try r.uuid("family")
         from = try r.uuid("from")
         to = try r.uuid("to")
         guard let k = KeyKind(rawValue: try r.string("key", maxBytes: 16)) else { throw ProtocolError("bundle header field 'key': not 'device' or 'family'") }
         key = k
-        epoch = try r.int("epoch")
+        epoch = try r.int("epoch", max: SyncLimits.maxEpoch)
         id = try r.string("id", maxBytes: 32)
-        guard id.utf8.count == 32, id.utf8.allSatisfy({ (0x30...0x39).contains($0) || (0x61...0x66).contains($0) }) else { throw ProtocolError("bundle header field 'id': not 32 lower-case hex digits") }
+        guard Hex.isLowercase(id.utf8, digits: 32) else { throw ProtocolError("bundle header field 'id': not 32 lower-case hex digits") }
         write = try r.int("write", min: 1, max: BundleLimits.maxNumber)
         part = try r.int("part", min: 1, max: Int64(BundleLimits.maxParts))
-        check = try r.string("check", maxBytes: 16)
+    }
+
+    /// The secret this header is sealed under, as `HeldKey` names it: the
+    /// member's device key of the pair (whichever end the owner is), or the
+    /// family key of `epoch`.
+    func heldKind(owner: String) -> HeldKey.Kind {
+        key == .device ? .device(member: from == owner ? to : from) : .family(epoch: epoch)
     }
 }
 
@@ -96,9 +108,9 @@ extension FieldReader {
     func renamed(_ name: String) -> FieldReader { FieldReader(name: name, value: value) }
 }
 
-/// The key a part is sealed with: HKDF over the pair's device key (owner ↔
-/// member) or the family key of the header's epoch (member ↔ member), bound
-/// to the family, both devices in their roles and the part's id (§12b).
+/// The key a part's chunks are sealed with: HKDF over the pair's device key
+/// (owner ↔ member) or the family key of the header's epoch (member ↔
+/// member), bound to the family, both devices in their roles and the part's id (§12b).
 enum BundleKeys {
     static let salt = Array("family-sync/1 bundle".utf8)
 
@@ -111,26 +123,9 @@ enum BundleKeys {
         return try hkdfSHA256(secret: secret, salt: salt, info: info, length: AES256GCM.keyBytes)
     }
 
-    /// The header's `check`: 8 bytes from the part's key, in hex.
-    static func check(_ key: SecretBytes) throws -> String {
-        Hex.encode(try hkdfSHA256(secret: key, salt: Array("family-sync/1 bundle-check".utf8), info: [], length: 8).copiedBytes)
-    }
-
     /// Chunk `index`'s nonce: its number (8 bytes, big-endian), then 1 for the last chunk, else 0 (4 bytes).
     static func nonce(_ index: UInt64, last: Bool) -> [UInt8] {
         (0..<8).map { UInt8(truncatingIfNeeded: index >> (56 - 8 * UInt64($0))) } + [0, 0, 0, last ? 1 : 0]
-    }
-
-    /// The secret a header names, as this store holds it; nil when it holds none.
-    static func secret(for h: BundleHeader, store: Store, family: FamilyInfo, me: String) throws -> SecretBytes? {
-        let other = h.from == me ? h.to : h.from
-        switch h.key {
-        case .device:
-            return family.role == .owner ? try store.memberDeviceKey(other) : try store.ownDeviceKey()
-        case .family:
-            guard h.epoch == (try store.familyEpoch) else { return nil }
-            return try store.familySecret()
-        }
     }
 }
 
@@ -149,15 +144,15 @@ final class BundleSealer {
     /// Plaintext bytes so far.
     private(set) var plaintextBytes: Int64 = 0
 
-    init(path: String, header given: BundleHeader, secret: SecretBytes) throws {
+    /// `held` is the secret the header is sealed under (its kind as the header says, `heldKind`).
+    init(path: String, header: BundleHeader, held: HeldKey) throws {
         self.path = path
-        key = try BundleKeys.key(given, secret: secret)
-        var header = given
-        header.check = try BundleKeys.check(key)
         self.header = header
-        let h = Array(header.json.serialized.utf8)
+        key = try BundleKeys.key(header, secret: held.secret)
+        var h = Array(header.json.serialized.utf8)
         precondition(h.count <= BundleLimits.headerBytes, "bundle header over its limit")
-        aad = BundleHeader.magic + [UInt8(h.count >> 8), UInt8(h.count & 0xFF)] + h
+        h += [UInt8](repeating: 0x20, count: BundleLimits.headerBytes - h.count)
+        aad = BundleHeader.magic + (try AES256GCM.sealWithFreshNonce(h, key: try held.sealingKey(family: header.family, for: .bundleHeader), aad: BundleHeader.magic))
         temporary = path + ".part-\(getpid())"
         fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
         guard fd >= 0 else { throw FileError(.cannotOpen, path: path, code: errno) }
@@ -201,60 +196,65 @@ final class BundleSealer {
     }
 }
 
-/// Reads a part: its clear header first (to find the key), then the
-/// plaintext a chunk at a time, each authenticated before a byte of it is
-/// used. A chunk out of order, a missing last chunk or bytes after it are
-/// a changed or cut-off part, never a shorter one.
+/// Reads a part: its sealed header first, opened with whichever key this
+/// device holds that it was sealed under, then the plaintext a chunk at a
+/// time, each authenticated before a byte of it is used. A chunk out of
+/// order, a missing last chunk or bytes after it are a changed or cut-off
+/// part, never a shorter one.
 final class BundleOpener {
     let path: String
     let header: BundleHeader
+    /// The secret that opened the header.
+    let held: HeldKey
     private let aad: [UInt8]
     private let fd: Int32
     private let chunksStart: Int
     private var offset: Int
     private var index: UInt64 = 0
-    private var key: SecretBytes?
+    private let key: SecretBytes
     private(set) var finished = false
 
-    init(path: String) throws {
+    /// Opens the header with `keys` (`Store.heldKeys`, derived for bundle headers).
+    init(path: String, keys: TrialKeys) throws {
         self.path = path
         fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { throw FileError(.cannotOpen, path: path, code: errno) }
         let m = BundleHeader.magic.count
-        var first = [UInt8](repeating: 0, count: m + 2)
+        var first = [UInt8](repeating: 0, count: m + BundleHeader.sealedBytes)
         let got = BundleOpener.readFully(fd, into: &first, at: 0)
-        guard got == first.count, Array(first[0..<m]) == BundleHeader.magic else {
+        guard got >= m, Array(first[0..<m]) == BundleHeader.magic else {
             close(fd)
-            throw BundleError(.malformed, "\(path): not a family-sync bundle (it does not begin with \"family-sync bundle 1\")")
+            if got >= m, Array(first[0..<m]) == BundleHeader.previousMagic {
+                throw BundleError(.malformed, "\(path): a bundle of format 1, written by family-sync of protocol version 3 or older; this device reads format 2 "
+                                  + "(protocol version \(SyncProtocol.version)): update family-sync on the device that wrote it")
+            }
+            throw BundleError(.malformed, "\(path): not a family-sync bundle (it does not begin with \"family-sync bundle 2\")")
         }
-        let length = Int(first[m]) << 8 | Int(first[m + 1])
-        guard length > 0, length <= BundleLimits.headerBytes else {
-            close(fd)
-            throw BundleError(.malformed, "\(path): bundle header of \(length) bytes (the limit is \(BundleLimits.headerBytes))")
-        }
-        var h = [UInt8](repeating: 0, count: length)
-        guard BundleOpener.readFully(fd, into: &h, at: m + 2) == length else {
+        guard got == first.count else {
             close(fd)
             throw BundleError(.malformed, "\(path): cut off inside its header")
         }
-        do { header = try BundleHeader(h) } catch {
+        guard let (held, padded) = try keys.open(Array(first[m...]), aad: BundleHeader.magic) else {
+            close(fd)
+            throw BundleError(.notForUs, "\(path): not for this device: no key it holds opens the part (a bundle for another device or family; or one of the "
+                              + "two stores was restored from a copy or paired again since it was written, or one holds a family key the other does not: "
+                              + "a session between them, or a bundle from this device first, sets it right)")
+        }
+        do {
+            header = try BundleHeader(padded)
+            let key = try BundleKeys.key(header, secret: held.secret)
+            self.key = key
+        } catch {
             close(fd)
             throw BundleError(.malformed, "\(path): \(error)")
         }
-        aad = first + h
-        chunksStart = m + 2 + length
+        self.held = held
+        aad = first
+        chunksStart = first.count
         offset = chunksStart
     }
 
     deinit { close(fd) }
-
-    /// Derives the part's key from `secret`; false when it is not the key the part was sealed with.
-    func unlock(_ secret: SecretBytes) throws -> Bool {
-        let k = try BundleKeys.key(header, secret: secret)
-        guard try BundleKeys.check(k) == header.check else { return false }
-        key = k
-        return true
-    }
 
     /// Back to the first chunk, for a second pass.
     func rewind() {
@@ -265,7 +265,6 @@ final class BundleOpener {
 
     /// The next chunk's plaintext, or nil after the last.
     func nextChunk() throws -> [UInt8]? {
-        guard let key else { preconditionFailure("bundle read before it was unlocked") }
         var lengthBytes = [UInt8](repeating: 0, count: 4)
         let got = BundleOpener.readFully(fd, into: &lengthBytes, at: offset)
         if finished {

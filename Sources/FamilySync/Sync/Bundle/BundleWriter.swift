@@ -48,7 +48,7 @@ struct BundleHead {
 /// The photo hashes records name: 64 lower-case hex digits.
 enum PhotoHash {
     static func isValid(_ h: String) -> Bool {
-        h.utf8.count == 64 && h.utf8.allSatisfy { (0x30...0x39).contains($0) || (0x61...0x66).contains($0) }
+        Hex.isLowercase(h.utf8, digits: 64)
     }
 }
 
@@ -89,8 +89,8 @@ enum BundleWriter {
         let bound: OwnVersionBound? = family.role == .owner ? nil : OwnVersionBound(limit: LWW.bound(clock: try store.familyTime(at: now)))
         let purges: [[UInt8]] = family.role == .owner || start == 0
             ? try store.write { try store.purgePayloads(after: start, upTo: snapshot, all: family.role != .owner, family: family) } : []
-        guard let secret = try BundleKeys.secret(for: BundleHeader(family: family.id, from: me, to: peer, key: kind, epoch: epoch, id: "", write: 0, part: 0),
-                                                 store: store, family: family, me: me) else {
+        let sealing = BundleHeader(family: family.id, from: me, to: peer, key: kind, epoch: epoch, id: "", write: 0, part: 0).heldKind(owner: family.ownerDevice)
+        guard let held = try store.heldKeys(offers: false).first(where: { $0.kind == sealing }) else {
             throw BundleError(.notForUs, "this store holds no key for \(peer)")
         }
         let (familyMessage, _) = try FamilyStatement.make(store: store, family: family, peer: peer, peerEpoch: epoch, verifier: verifier, now: now, warn: warn)
@@ -113,7 +113,7 @@ enum BundleWriter {
             let n = finished.count + 1
             guard n <= BundleLimits.maxParts else { throw BundleError(.malformed, "the bundle would need more than \(BundleLimits.maxParts) parts; give a larger --max-bytes") }
             let header = BundleHeader(family: family.id, from: me, to: peer, key: kind, epoch: epoch, id: Hex.encode(try secureRandomBytes(16)), write: write, part: Int64(n))
-            let s = try BundleSealer(path: partPath(n), header: header, secret: secret)
+            let s = try BundleSealer(path: partPath(n), header: header, held: held)
             try s.append(.hello, Array(BundleHead(device: me, role: family.role, clock: now, epoch: epoch,
                                                    ack: state.recv, applied: state.applied, changes: snapshot, wants: wants).json.serialized.utf8))
             try s.append(.family, familyJSON)
@@ -233,8 +233,9 @@ enum BundleWriter {
         let fd = Glibc.open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { return false }
         defer { close(fd) }
+        // Either format: a part of a bundle written before is one too.
         var first = [UInt8](repeating: 0, count: BundleHeader.magic.count)
-        return first.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) } == first.count && first == BundleHeader.magic
+        return first.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) } == first.count && [BundleHeader.magic, BundleHeader.previousMagic].contains(first)
     }
 
     /// Owner ↔ member bundles are sealed with the member's device key, member ↔ member ones with the family key.
