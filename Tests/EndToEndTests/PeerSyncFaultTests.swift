@@ -366,7 +366,7 @@ import FamilySync
         let me = try Household.device(member)
         let key = try SessionKeys.devicePSK(deviceKey: try #require(try Store(path: member).ownDeviceKey()), family: fam.id, client: me, server: fam.ownerDevice)
         let identity = SessionIdentity.sync(family: fam.id, client: me, server: fam.ownerDevice, epoch: 0).bytes
-        let hello = "{\"protocol\":3,\"device\":\"\(me)\",\"family\":\"\(fam.id)\",\"role\":\"member\",\"clock\":\"\(Timestamp.current().rfc3339)\",\"epoch\":0,\"after\":0,\"sent\":0}"
+        let hello = "{\"protocol\":\(SyncProtocol.version),\"device\":\"\(me)\",\"family\":\"\(fam.id)\",\"role\":\"member\",\"clock\":\"\(Timestamp.current().rfc3339)\",\"epoch\":0,\"after\":0,\"sent\":0}"
         let family = "{\"owner\":\"\(fam.ownerDevice)\",\"epoch\":0,\"maxDevices\":4,\"devices\":[],\"proof\":null}"
         func frame(_ t: UInt8, _ p: [UInt8]) -> [UInt8] {
             let n = UInt32(p.count)
@@ -379,7 +379,7 @@ import FamilySync
             ("truncated", Array(frame(0x01, Array(hello.utf8)).prefix(20))),
             ("not-json", frame(0x01, Array("{not json".utf8))),
             ("records-first", frame(0x10, Array("{}\n".utf8))),
-            ("bad-hello-field", frame(0x01, Array(hello.replacingOccurrences(of: "\"protocol\":3", with: "\"protocol\":\"one\"").utf8))),
+            ("bad-hello-field", frame(0x01, Array(hello.replacingOccurrences(of: "\"protocol\":\(SyncProtocol.version)", with: "\"protocol\":\"one\"").utf8))),
             ("bad-record", opening + frame(0x10, Array("{\"id\":\"x\",\"type\":\"t\",\"modifiedAt\":\"never\",\"deviceId\":\"d\",\"deleted\":false}\n".utf8))),
             ("unrequested-photo", opening + frame(0x21, [UInt8](repeating: 7, count: 48))),
             ("random", try secureRandomBytes(4000)),

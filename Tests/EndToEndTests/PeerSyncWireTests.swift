@@ -158,7 +158,7 @@ import FamilySync
         let devicesBefore = try Store(path: owner).devices().count
         let identity = SessionIdentity.pair(family: offer.family, tag: try SessionKeys.offerTag(nonce: offer.nonce, family: offer.family)).bytes
         let peer = try RawPeer(port: server.port, identity: identity, key: try SessionKeys.pairingPSK(nonce: offer.nonce, family: offer.family))
-        try peer.send(RawPeer.frame(0x05, Array("{\"protocol\":3,\"clock\":\"2026-12-01T10:00:00.000Z\"}".utf8)))
+        try peer.send(RawPeer.frame(0x05, Array("{\"protocol\":\(SyncProtocol.version),\"clock\":\"2026-12-01T10:00:00.000Z\"}".utf8)))
         let error = try #require(try peer.readUntil(0x3F, timeout: 30))
         #expect(String(decoding: error, as: UTF8.self).contains("JOIN field 'device': missing"))
         #expect(try peer.readFrame(timeout: 30) == nil)

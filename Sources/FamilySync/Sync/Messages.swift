@@ -6,8 +6,11 @@ public enum SyncProtocol {
     /// Version 3 (docs/protocol.md §13): versions are bounded by the family's
     /// clock (the owner's) where they first leave their device, and purged
     /// records stay purged by records of their purge, which only the owner
-    /// makes (PURGED); version 2's owner-signed roster stays.
-    public static let version = 3
+    /// makes (PURGED); version 2's owner-signed roster stays. Version 4: a
+    /// version carries its author's tag (Records/Authorship.swift), and the
+    /// owner takes a version naming another device than the member that
+    /// hands it only with that device's tag.
+    public static let version = 4
 }
 
 /// Typed access to a control frame's fields.

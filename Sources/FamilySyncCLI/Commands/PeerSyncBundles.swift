@@ -89,7 +89,8 @@ extension PeerSyncCommand {
                 try ctx.out.writeLine(.object([
                     ("bundle", .string(s.path)), ("from", .string(s.from)), ("fromName", .optional(s.fromName)), ("write", .int(s.write)), ("part", .int(s.part)),
                     ("records", .object([("received", .int(s.recordsReceived)), ("applied", .int(s.recordsApplied)),
-                                         ("purged", .int(s.recordsPurged)), ("clampedIn", .int(s.recordsClampedIn))])),
+                                         ("purged", .int(s.recordsPurged)), ("clampedIn", .int(s.recordsClampedIn)),
+                                         ("unattributed", .int(s.recordsUnattributed))])),
                     ("purgeRecords", .int(s.purgeRecords)),
                     ("photos", .object([("received", .int(s.photosReceived)), ("kept", .int(s.photosKept)), ("wanted", .int(s.photosWanted))])),
                     ("cursor", .int(s.cursor)),

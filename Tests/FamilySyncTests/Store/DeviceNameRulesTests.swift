@@ -25,7 +25,7 @@ import Testing
 
     @Test func joinNamesLongerThan64BytesAsReceivedAreAProtocolError() throws {
         func join(_ name: String) -> Frame {
-            Frame(.join, Array(JSONValue.object([("protocol", .int(3)), ("device", .string("11111111-2222-4333-8444-555555555555")),
+            Frame(.join, Array(JSONValue.object([("protocol", .int(Int64(SyncProtocol.version))), ("device", .string("11111111-2222-4333-8444-555555555555")),
                                                 ("clock", .string("2026-12-01T10:00:00.000Z")), ("name", .string(name))]).serialized.utf8))
         }
         #expect(try JoinMessage(join(String(repeating: "é", count: 32))).name == String(repeating: "é", count: 32))

@@ -18,7 +18,7 @@ func expectProtocolError(_ message: String, sourceLocation: SourceLocation = #_s
     static let fam = "6A1C1D2E-0F3A-4B5C-8D6E-7F8091A2B3C4"
 
     static func hello(_ replace: (String, String)? = nil) -> Frame {
-        var text = "{\"protocol\":3,\"device\":\"\(dev)\",\"family\":\"\(fam)\",\"role\":\"member\",\"clock\":\"2026-11-30T10:00:00.000Z\",\"epoch\":2,\"after\":17,\"sent\":3}"
+        var text = "{\"protocol\":\(SyncProtocol.version),\"device\":\"\(dev)\",\"family\":\"\(fam)\",\"role\":\"member\",\"clock\":\"2026-11-30T10:00:00.000Z\",\"epoch\":2,\"after\":17,\"sent\":3}"
         if let (a, b) = replace { text = text.replacingOccurrences(of: a, with: b) }
         return Frame(.hello, Array(text.utf8))
     }
@@ -31,8 +31,8 @@ func expectProtocolError(_ message: String, sourceLocation: SourceLocation = #_s
     }
 
     @Test(arguments: [
-        ("\"protocol\":3", "\"protocol\":1", "the peer speaks family-sync protocol version 1, this device version 3; update family-sync on the peer"),
-        ("\"protocol\":3", "\"protocol\":\"1\"", "HELLO field 'protocol': not a whole number from 1 to 1048576, written without fraction or exponent"),
+        ("\"protocol\":\(SyncProtocol.version)", "\"protocol\":1", "the peer speaks family-sync protocol version 1, this device version \(SyncProtocol.version); update family-sync on the peer"),
+        ("\"protocol\":\(SyncProtocol.version)", "\"protocol\":\"1\"", "HELLO field 'protocol': not a whole number from 1 to 1048576, written without fraction or exponent"),
         ("\"device\":\"\(dev)\"", "\"device\":\"me\"", "HELLO field 'device': not an upper-case UUID"),
         ("\"role\":\"member\"", "\"role\":\"admin\"", "HELLO field 'role': not 'owner' or 'member'"),
         ("\"clock\":\"2026-11-30T10:00:00.000Z\"", "\"clock\":\"soon\"", "HELLO field 'clock': not an RFC 3339 time"),
