@@ -22,6 +22,10 @@ public struct ApplySummary: Sendable, Equatable {
     /// another device than the sender as their author, and carry no tag that
     /// shows that device made them (AuthorshipCheck).
     public var unattributed = 0
+    /// Versions taken from a file into a member's store that name another
+    /// device and carry no authorship tag: the owner will not take them from
+    /// this member (docs/protocol.md §7.4), so the tool says so.
+    public var untaggedInOthersNames = 0
     /// Live versions that replaced a tombstone.
     public var resurrected = 0
     /// Rows replaced whose previous change number lay in the watched range
@@ -157,6 +161,7 @@ extension Store {
         try db.execute("PRAGMA cache_size = -\(Store.bulkCacheKiB)")
         return try write {
             try applying(now: now, stamping: stamping) { applier in
+                if !stamping, try family()?.role == .member { applier.untaggedOthersOf = Array(try deviceID.utf8) }
                 var workspace = RecordScanner.ScanWorkspace()
                 let mode: RecordScanMode = stamping ? .localEdit : .exchanged
                 var batch = [UInt8]()
@@ -335,6 +340,9 @@ final class RecordApplier {
     /// The member's device ID, when the owner applies that member's versions:
     /// the owner's copy of one of them stands against the same edit later-dated.
     var keepOwnCopiesOf: [UInt8]?
+    /// A member's device ID, when a file is applied to its store: the versions
+    /// taken in another device's name without a tag are counted (`untaggedInOthersNames`).
+    var untaggedOthersOf: [UInt8]?
     /// What this store purged (PurgeRecords.swift): versions of ids not held
     /// that a purge covers are not taken. Loaded on first need.
     private var evidence: PurgeEvidence?
@@ -648,6 +656,10 @@ final class RecordApplier {
                 }
             }
             summary.applied += 1
+            if let mine = untaggedOthersOf, r.tagAt < 0,
+               try !withSpan(base, r.deviceID, deviceDecoded, { UnsafeBufferPointer(start: $0, count: $1).elementsEqual(mine) }) {
+                summary.untaggedInOthersNames += 1
+            }
             if found {
                 if heldDeleted && !deleted { summary.resurrected += 1 }
                 if !heldDeleted && deleted { summary.deleted += 1 }
