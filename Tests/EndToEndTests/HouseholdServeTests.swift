@@ -30,7 +30,8 @@ import FamilySync
         #expect(c.status == 0, "\(c.err)")
     }
 
-    @Test func aRevisionTwoPeerIsRefusedNamingBothVersions() throws {
+    @Test func aPeerOfThePreviousProtocolIsRefusedNamingBothVersions() throws {
+        let (previous, current) = (SyncProtocol.version - 1, SyncProtocol.version)
         let dir = TempDir()
         let owner = dir.file("owner.db"), kid = dir.file("kid.db")
         let offer = try Household.owner(owner)
@@ -41,7 +42,7 @@ import FamilySync
         // A joining device of the old version gets a refusal, and nothing is stored.
         let old = try Household.join(kid, server: server, offer: offer, extra: ["--fault-inject-previous-protocol"])
         #expect(old.status == 65, "\(old.err)")
-        #expect(old.err.contains("version 2") && old.err.contains("version 3"), "\(old.err)")
+        #expect(old.err.contains("version \(previous)") && old.err.contains("version \(current)"), "\(old.err)")
         #expect(try Store(path: kid).family() == nil)
 
         let j = try Household.join(kid, server: server, offer: try Household.offer(owner))
@@ -50,12 +51,12 @@ import FamilySync
         let sessions = server.summaries.count
         let c = try Tools.run("peer-sync", ["connect", "--db", kid, "--fault-inject-previous-protocol", server.address], timeout: 60)
         #expect(c.status == 65, "\(c.err)")
-        #expect(c.err.contains("protocol version 2, this device version 3"), "\(c.err)")
+        #expect(c.err.contains("protocol version \(previous), this device version \(current)"), "\(c.err)")
         #expect(try Household.fingerprint(kid) == before, "an old-version session moved nothing")
         // The server says the same, and keeps serving.
         let deadline = Date().addingTimeInterval(20)
-        while !server.err.contains("version 2,") && Date() < deadline { usleep(20_000) }
-        #expect(server.err.contains("protocol version 2, this device version 3"), "\(server.err)")
+        while !server.err.contains("version \(previous),") && Date() < deadline { usleep(20_000) }
+        #expect(server.err.contains("protocol version \(previous), this device version \(current)"), "\(server.err)")
         #expect(server.summaries.count == sessions)
         let ok = try Tools.run("peer-sync", ["connect", "--db", kid, server.address])
         #expect(ok.status == 0, "\(ok.err)")

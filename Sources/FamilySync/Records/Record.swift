@@ -83,8 +83,9 @@ extension Record {
     }
 
     /// The same record with a new `modifiedAt` (the clamp, or a local stamp)
-    /// and optionally a new `deviceId`. Only those values change in the line;
-    /// a missing `deleted` is written as `false`.
+    /// and optionally a new `deviceId`. Only those values change in the line,
+    /// and its authorship tag as `RecordLine.rewrite` says; a missing
+    /// `deleted` is written as `false`.
     public func restamped(_ t: Timestamp, deviceID newDevice: String? = nil) -> Record {
         var r = self
         r.modifiedAt = t
