@@ -65,7 +65,7 @@ public enum Authorship {
     static func appendTag(_ key: Key, to out: inout [UInt8], from: Int) {
         let tag = out.withUnsafeBytes { key.tag(UnsafeRawBufferPointer(rebasing: $0[from...])) }
         out += opening
-        appendHex(tag, to: &out)
+        out += Array(Hex.encode(tag).utf8)
         out += [0x22, 0x7D]
     }
 
@@ -111,10 +111,5 @@ public enum Authorship {
     /// What a receiver says when it did not take versions for want of a proof of their author.
     static func refusalWarning(_ count: Int64, from peer: String) -> String {
         "\(count) version\(count == 1 ? "" : "s") from \(peer) named another device as \(count == 1 ? "its" : "their") author without that device's authorship tag: not taken"
-    }
-
-    private static func appendHex(_ bytes: [UInt8], to out: inout [UInt8]) {
-        let digits: [UInt8] = Array("0123456789abcdef".utf8)
-        for b in bytes { out.append(digits[Int(b >> 4)]); out.append(digits[Int(b & 15)]) }
     }
 }
