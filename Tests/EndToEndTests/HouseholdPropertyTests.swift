@@ -49,8 +49,11 @@ import FamilySync
     /// the copy and the owner hold, and syncs with the owner's serve. The
     /// owner's records of those ids stay as they were. The copy then goes, as
     /// a store put back from its backup would; its session counts as one of
-    /// the member's, after which both send everything.
-    static func forgeriesAreRefused(_ h: Star, member: String, day: Int, step: Int, rng: inout Seeded, log: [String]) throws {
+    /// the member's, after which both send everything. Returns what the copy
+    /// held after its session, the forged ids left out: the owner took it as
+    /// the member's word (its DONE acknowledged the owner's changes).
+    static func forgeriesAreRefused(_ h: Star, member: String, day: Int, step: Int, rng: inout Seeded,
+                                    log: [String]) throws -> [String: (Int64, Bool)] {
         let copy = h.dir.file("forger-\(step).db")
         let bk = try Tools.run("merge-records", ["--db", member, "--backup", copy])
         #expect(bk.status == 0, "\(bk.err)")
@@ -77,6 +80,7 @@ import FamilySync
         for (id, line) in forged.sorted(by: { $0.key < $1.key }) {
             #expect(after[id] == held[id], "the owner took \(id) in another device's name: \(line); \(log.suffix(12))")
         }
+        return try Self.rows(copy).filter { forged[$0.key] == nil }
     }
 
     @Test(arguments: [11, 53, 67, 71, 1, 3, 10, 17])  // purges, restores (the owner's in 53, 71, 1, 3, 10, 17), 2 and 4 devices
@@ -114,7 +118,10 @@ import FamilySync
             let store = h.all.randomElement(using: &rng)!
             let member = h.members.randomElement(using: &rng)!
             if Int.random(in: 0..<6, using: &forgeryRng) == 0 {
-                try Self.forgeriesAreRefused(h, member: member, day: day, step: step, rng: &forgeryRng, log: log)
+                // What the copy held counts as the member's history: the owner's DONE took its word for it.
+                for (id, (t, _)) in try Self.forgeriesAreRefused(h, member: member, day: day, step: step, rng: &forgeryRng, log: log) {
+                    seen[member, default: [:]][id] = max(seen[member]?[id] ?? .min, t)
+                }
                 log.append("d\(day) forgeries by a copy of \(member.suffix(8))")
             }
             switch Int.random(in: 0..<10, using: &rng) {
