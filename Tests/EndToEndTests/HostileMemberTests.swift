@@ -68,6 +68,84 @@ import FamilySync
         #expect(r.status == 0, "\(r.err)")
     }
 
+    /// §7.4 "Authorship", §4.7: a member originates versions only under its own
+    /// device ID. With its own keys it hands the owner, in one batch, versions
+    /// of the owner's records "by" the owner, one "by" a made-up device ID at
+    /// the very time of the owner's version (the greater ID would win the
+    /// tie), another member's record "by" that member, a new record "by" the
+    /// owner, and one record of its own. The owner takes only its own: the
+    /// summary counts the others as unattributed and the log says so, the
+    /// owner's records are as they were, and the honest member's next sync
+    /// brings it none of them.
+    @Test func aMemberCannotWriteVersionsInAnotherDevicesName() throws {
+        let dir = TempDir()
+        let (owner, hostile, server) = try PeerSyncFaultTests.pair(dir)
+        defer { server.stop() }
+        let honest = dir.file("honest.db")
+        let joined = try Household.join(honest, server: server, offer: try Household.offer(owner))
+        #expect(joined.status == 0, "\(joined.err)")
+        for (store, lines) in [(owner, #"{"id":"o-1","type":"note","data":{"v":0}}"# + "\n" + #"{"id":"o-2","type":"note","data":{"v":0}}"#),
+                               (honest, #"{"id":"m-1","type":"note","data":{"v":0}}"#)] {
+            let r = try Tools.run("merge-records", ["--db", store, "--stamp"], input: lines + "\n")
+            #expect(r.status == 0, "\(r.err)")
+        }
+        for m in [honest, hostile] {
+            let r = try Tools.run("peer-sync", ["connect", "--db", m, server.address], timeout: 60)
+            #expect(r.status == 0, "\(r.err)")
+        }
+        func held(_ store: String) throws -> [String: String] {
+            let r = try Tools.run("merge-records", ["--db", store, "--export"])
+            #expect(r.status == 0, "\(r.err)")
+            return Dictionary(uniqueKeysWithValues: try r.lines.map { (try Record(line: $0).id, $0) })
+        }
+        let before = try held(owner)
+        let honestBefore = try held(honest)
+
+        // What the member knows from its own store: the owner's ID, the other member's, the owner's o-2.
+        let mine = try Store(path: hostile)
+        let (me, ownerID) = (try mine.deviceID, try #require(try mine.family()).ownerDevice)
+        let other = try #require(try mine.devices().first { $0.deviceID != me && $0.deviceID != ownerID }).deviceID
+        let tie = try Record(line: try #require(before["o-2"])).modifiedAt
+        let later = Timestamp.current().adding(.seconds(30)).rfc3339
+        func version(_ id: String, by device: String, at time: String) -> String {
+            #"{"id":"\#(id)","type":"note","modifiedAt":"\#(time)","deviceId":"\#(device)","deleted":false,"data":{"v":"forged"}}"#
+        }
+        let batch = [version("o-1", by: ownerID, at: later),
+                     version("o-2", by: "FFFFFFFF-FFFF-4FFF-8FFF-FFFFFFFFFFFF", at: tie.rfc3339),
+                     version("m-1", by: other, at: later),
+                     version("new-1", by: ownerID, at: later),
+                     version("h-1", by: me, at: later)].joined(separator: "\n") + "\n"
+        let summaries = server.summaries.count
+        let peer = try RawPeer.member(hostile, ofOwner: owner, port: server.port)
+        defer { peer.drop() }
+        let (hello, family) = try RawPeer.opening(hostile, ofOwner: owner)
+        try peer.send(hello + family + RawPeer.frame(0x10, Array(batch.utf8)) + RawPeer.frame(0x11, Array("{\"count\":5,\"after\":0}".utf8)))
+        // The owner's records, then its DONE; ours says what crossed, and the session ends as any does.
+        var received = 0
+        while let f = try peer.readFrame(timeout: 30), f.type != 0x30 {
+            if f.type == 0x3F { Issue.record("ERROR: \(String(decoding: f.payload, as: UTF8.self))"); return }
+            if f.type == 0x10 { received += f.payload.filter { $0 == 0x0A }.count }
+        }
+        let done = "{\"records\":{\"sent\":5,\"received\":\(received),\"applied\":\(received)},\"photos\":{\"sent\":0,\"received\":0,\"unavailable\":0},"
+            + "\"digest\":\"\(String(repeating: "0", count: 64))\",\"upTo\":0}"
+        try peer.send(RawPeer.frame(0x30, Array(done.utf8)))
+
+        let summary = try #require(server.summary(after: summaries), "the owner's summary of the session")
+        #expect(summary.int("records", "received") == 5)
+        #expect(summary.int("records", "unattributed") == 4, "\(summary)")
+        #expect(summary.int("records", "applied") == 1)
+        #expect(server.err.contains("4 versions from \(me) named another device as their author"), "\(server.err)")
+        let after = try held(owner)
+        for id in ["o-1", "o-2", "m-1"] { #expect(after[id] == before[id], "\(id) on the owner: \(after[id] ?? "none")") }
+        #expect(after["new-1"] == nil)
+        #expect(after["h-1"]?.contains(#""deviceId":"\#(me)""#) == true, "the member's own version is taken")
+        let r = try Tools.run("peer-sync", ["connect", "--db", honest, server.address], timeout: 60)
+        #expect(r.status == 0, "\(r.err)")
+        let honestAfter = try held(honest)
+        for id in ["o-1", "o-2", "m-1"] { #expect(honestAfter[id] == honestBefore[id], "\(id) on the honest member") }
+        #expect(honestAfter["new-1"] == nil)
+    }
+
     /// §10: a member that says HELLO and then only pings loses the session
     /// at the quiet limit, with an ERROR that says so; the owner's slot is
     /// free for the next member at once.

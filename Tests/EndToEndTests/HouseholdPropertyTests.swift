@@ -7,6 +7,9 @@ import FamilySync
 /// store's too) over simulated months. After every step: no purged record is live again, and no store
 /// purged a tombstone some current device never held (or outdated). At the
 /// end, once every member has synced: every store holds the same records.
+/// Now and then, a copy of a member's store imports versions in another
+/// device's name and syncs: the owner takes none of them (docs/protocol.md
+/// §7.4 "Authorship").
 @Suite(.serialized) struct HouseholdPropertyTests {
     /// A small seeded generator (SplitMix64), so a failing schedule can be replayed.
     struct Seeded: RandomNumberGenerator {
@@ -30,9 +33,61 @@ import FamilySync
         return out
     }
 
+    /// Every row of a store: id → line.
+    static func lines(_ path: String) throws -> [String: String] {
+        let s = try Store(path: path)
+        let st = try s.db.prepare("SELECT id, line FROM records")
+        defer { st.reset() }
+        var out: [String: String] = [:]
+        while try st.step() { out[st.text(0)] = st.text(1) }
+        return out
+    }
+
+    /// A member that turns against the household, through the tools: a copy of
+    /// its store (its keys with it) imports versions of 1 or 2 ids in the
+    /// owner's name, another member's or a made-up ID's, each later than what
+    /// the copy and the owner hold, and syncs with the owner's serve. The
+    /// owner's records of those ids stay as they were. The copy then goes, as
+    /// a store put back from its backup would; its session counts as one of
+    /// the member's, after which both send everything. Returns what the copy
+    /// held after its session, the forged ids left out: the owner took it as
+    /// the member's word (its DONE acknowledged the owner's changes).
+    static func forgeriesAreRefused(_ h: Star, member: String, day: Int, step: Int, rng: inout Seeded,
+                                    log: [String]) throws -> [String: (Int64, Bool)] {
+        let copy = h.dir.file("forger-\(step).db")
+        let bk = try Tools.run("merge-records", ["--db", member, "--backup", copy])
+        #expect(bk.status == 0, "\(bk.err)")
+        defer { for suffix in ["", "-wal", "-shm", "-photos", "-photos-journal"] { unlink(copy + suffix) } }
+        let (held, mine) = (try Self.lines(h.owner), try Self.lines(copy))
+        let me = try Household.device(member)
+        let others = try h.all.map { try Household.device($0) }.filter { $0 != me } + ["FFFFFFFF-FFFF-4FFF-8FFF-FFFFFFFFFFFF"]
+        var forged: [String: String] = [:]
+        for id in (0..<8).map({ "p-\($0)" }).shuffled(using: &rng).prefix(Int.random(in: 1...2, using: &rng)) {
+            let times = try [held[id], mine[id]].compactMap { $0 }.map { try Record(line: $0).modifiedAt.milliseconds }
+            let time = Timestamp(milliseconds: (times.max() ?? h.clock(member, day: day).milliseconds) + Int64.random(in: 1...60_000, using: &rng))
+            forged[id] = #"{"id":"\#(id)","type":"note","modifiedAt":"\#(time.rfc3339)","deviceId":"\#(others.randomElement(using: &rng)!)","deleted":false,"data":{"forged":\#(step)}}"#
+        }
+        let input = h.dir.file("forged-\(step).ndjson")
+        try (forged.values.sorted().joined(separator: "\n") + "\n").write(toFile: input, atomically: true, encoding: .utf8)
+        // No clock bounds what a store imports here: --now far ahead.
+        let imported = try Tools.run("merge-records", ["--db", copy, "--now", "9999-01-01T00:00:00Z", input])
+        #expect(imported.status == 0, "\(imported.err)")
+        let planted = try Self.lines(copy)
+        forged = forged.filter { planted[$0.key] == $0.value }
+        let r = try h.sync(copy, day: day)
+        #expect(r.status == 0, "the forger's sync: \(r.err)")
+        let after = try Self.lines(h.owner)
+        for (id, line) in forged.sorted(by: { $0.key < $1.key }) {
+            #expect(after[id] == held[id], "the owner took \(id) in another device's name: \(line); \(log.suffix(12))")
+        }
+        return try Self.rows(copy).filter { forged[$0.key] == nil }
+    }
+
     @Test(arguments: [11, 53, 67, 71, 1, 3, 10, 17])  // purges, restores (the owner's in 53, 71, 1, 3, 10, 17), 2 and 4 devices
     func randomStarSchedulesConvergeAndNeverResurrect(seed: Int) throws {
         var rng = Seeded(state: UInt64(seed))
+        // Forgeries drawn apart: the schedule's own steps stay what they were.
+        var forgeryRng = Seeded(state: UInt64(seed) ^ 0x0A07_0A07_F0F0_3C3C)
         let memberCount = Int.random(in: 1...3, using: &rng)
         let h = try Star(members: memberCount)
         defer { h.stop() }
@@ -62,6 +117,13 @@ import FamilySync
             day += Int.random(in: 0...12, using: &rng)
             let store = h.all.randomElement(using: &rng)!
             let member = h.members.randomElement(using: &rng)!
+            if Int.random(in: 0..<6, using: &forgeryRng) == 0 {
+                // What the copy held counts as the member's history: the owner's DONE took its word for it.
+                for (id, (t, _)) in try Self.forgeriesAreRefused(h, member: member, day: day, step: step, rng: &forgeryRng, log: log) {
+                    seen[member, default: [:]][id] = max(seen[member]?[id] ?? .min, t)
+                }
+                log.append("d\(day) forgeries by a copy of \(member.suffix(8))")
+            }
             switch Int.random(in: 0..<10, using: &rng) {
             case 0...2:
                 let id = ids.randomElement(using: &rng)!

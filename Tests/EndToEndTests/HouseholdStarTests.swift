@@ -289,6 +289,62 @@ final class Star {
         }
     }
 
+    /// §4.6, §7.4 "Authorship": the owner's store restored from a copy taken
+    /// before a member's last edits, whose author then never syncs again (its
+    /// device lost). Another member hands them back, and the owner takes
+    /// them, and its own lost edit: each carries its author's tag, so a relay
+    /// of it is not a version the relaying member made up.
+    @Test func aRestoredOwnerTakesAGoneMembersEditsFromTheMemberThatRelaysThem() throws {
+        let h = try Star(members: 2)
+        defer { h.stop() }
+        let (gone, relay) = (h.members[0], h.members[1])
+        try h.rounds(1, day: 0)
+        let copy = h.dir.file("owner-backup.db")
+        let bk = try Tools.run("merge-records", ["--db", h.owner, "--backup", copy])
+        #expect(bk.status == 0, "\(bk.err)")
+        try h.edit(gone, day: 1, [Self.receipt("g-1", "the gone member's"), Self.receipt("g-2", "the gone member's")])
+        try h.edit(h.owner, day: 1, [Self.receipt("o-1", "the owner's, after its backup")])
+        try h.rounds(2, day: 1)
+        h.members = [relay]
+        h.stopServe()
+        try Household.restore(h.owner, from: copy)
+        #expect(try !Star.has(h.owner, "g-1") && !Star.has(h.owner, "o-1"))
+        let server = try h.server(day: 2)
+        let before = server.summaries.count
+        let r = try h.sync(relay, day: 2)
+        #expect(r.status == 0, "\(r.err)")
+        let summary = try #require(server.summary(after: before))
+        #expect(summary.int("records", "unattributed") == 0, "\(summary)")
+        for id in ["g-1", "g-2", "o-1"] { #expect(try Star.isLive(h.owner, id), "\(id) is back on the owner") }
+        try h.rounds(1, day: 2)
+        #expect(try Household.digest(h.owner) == Household.digest(relay))
+    }
+
+    /// §7.4 "Authorship": records imported on a member under another device's
+    /// name stay on that member, and merge-records says so as it imports them;
+    /// the owner does not take them from the member. Stamped, such a record
+    /// is the member's own edit, and reaches the owner.
+    @Test func recordsImportedOnAMemberInAnotherDevicesNameStayThere() throws {
+        let h = try Star(members: 1)
+        defer { h.stop() }
+        let m = h.members[0]
+        let file = h.dir.file("theirs.ndjson")
+        try (#"{"id":"x-1","type":"receipt","modifiedAt":"\#(h.day(0))","deviceId":"D","deleted":false,"data":{}}"# + "\n")
+            .write(toFile: file, atomically: true, encoding: .utf8)
+        let r = try Tools.run("merge-records", ["--db", m, "--now", h.now(m, day: 0), file])
+        #expect(r.status == 0, "\(r.err)")
+        #expect(r.err.contains("1 record of \(file) names another device as author and carries no authorship tag"), "\(r.err)")
+        let server = try h.server(day: 0)
+        let before = server.summaries.count
+        #expect(try h.sync(m, day: 0).status == 0)
+        #expect(server.summary(after: before)?.int("records", "unattributed") == 1)
+        #expect(try !Star.has(h.owner, "x-1") && Star.has(m, "x-1"))
+        try h.edit(m, day: 0, [Self.receipt("x-1", "stamped here")])
+        #expect(try h.sync(m, day: 0).status == 0)
+        #expect(try Star.isLive(h.owner, "x-1"))
+        #expect(try Household.digest(h.owner) == Household.digest(m))
+    }
+
     /// §4.6: a device admitted after the owner's copy was taken is unknown to
     /// the restored owner. Its refusal says what to do, and its own store
     /// joins again with a new offer: nothing of it is lost.

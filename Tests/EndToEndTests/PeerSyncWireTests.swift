@@ -137,7 +137,9 @@ import FamilySync
         let peer = try RawPeer.member(member, ofOwner: owner, port: server.port)
         defer { peer.drop() }
         let ping = RawPeer.frame(0x31, Array("not empty".utf8))
-        try peer.send(ping + hello + ping + family + ping + RawPeer.frame(0x10, Array((Self.recordLine + "\n").utf8)))
+        // A record of the member's own (one in another device's name would need that device's tag, §7.4).
+        let own = Self.recordLine.replacingOccurrences(of: "\"deviceId\":\"D\"", with: "\"deviceId\":\"\(try Household.device(member))\"")
+        try peer.send(ping + hello + ping + family + ping + RawPeer.frame(0x10, Array((own + "\n").utf8)))
         try peer.send(ping + RawPeer.frame(0x11, Array("{\"count\":1,\"after\":0}".utf8)))
         _ = try #require(try peer.readUntil(0x11, timeout: 30))
         // No ERROR comes: the owner sends its DONE, and has applied our record.

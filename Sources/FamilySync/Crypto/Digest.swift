@@ -41,6 +41,16 @@ public func hmacSHA256(key: [UInt8], message: [UInt8]) -> [UInt8] {
     return out
 }
 
+/// The same, keyed by key material read in place and over bytes in place.
+public func hmacSHA256(key: SecretBytes, message: UnsafeRawBufferPointer) -> [UInt8] {
+    var out = [UInt8](repeating: 0, count: 32)
+    var len: UInt32 = 32
+    key.withUnsafeBytes { k in
+        _ = HMAC(EVP_sha256(), k.baseAddress, Int32(k.count), message.baseAddress?.assumingMemoryBound(to: UInt8.self), message.count, &out, &len)
+    }
+    return out
+}
+
 public enum Hex {
     private static let digits = Array("0123456789abcdef".utf8)
     /// Lowercase hex.

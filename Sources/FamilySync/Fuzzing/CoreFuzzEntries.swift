@@ -35,11 +35,41 @@ package enum CoreFuzzEntries {
             // delete may give only its id: the store supplies the type.)
             let again = try? Record(line: String(decoding: out, as: UTF8.self), mode: .exchanged)
             precondition(!scan.type.isPresent || again?.modifiedAt == now, "a rewritten line does not parse back with its stamp")
+            if scan.type.isPresent { authorshipRoundTrip(base, scan) }
         }
         if let r = try? Record(line: String(decoding: data, as: UTF8.self)) {
             // The line a record keeps is itself a valid record with the same version.
             let again = try? Record(line: r.line)
             precondition(again.map { $0.id == r.id && $0.modifiedAt == r.modifiedAt && $0.deviceID == r.deviceID && $0.deleted == r.deleted } == true, "a record's own line does not parse back to it")
+        }
+    }
+
+    /// A fixed authorship key, for the tag's round trips.
+    static let authorshipKey = try? Authorship.memberKey(deviceKey: SecretBytes([UInt8](repeating: 7, count: 32)),
+                                                         family: "F0F0F0F0-0000-4000-8000-000000000000", device: "F0F0F0F0-0000-4000-8000-000000000000")
+
+    /// The line stamped with a tag verifies; pulled back it still does, with
+    /// its author's time; moved later it no longer does.
+    static func authorshipRoundTrip(_ base: UnsafePointer<UInt8>, _ scan: RecordScan) {
+        guard let key = authorshipKey else { return }
+        func scanned(_ line: [UInt8]) -> RecordScan? {
+            line.withUnsafeBufferPointer { b in b.baseAddress.flatMap { try? RecordScanner.scan($0, start: 0, end: b.count) } }
+        }
+        func verifies(_ line: [UInt8], _ r: RecordScan) -> Bool { line.withUnsafeBufferPointer { b in b.baseAddress.map { Authorship.verifies($0, r, key: key) } ?? false } }
+        var tagged: [UInt8] = []
+        "F0F0F0F0-0000-4000-8000-000000000000".utf8.withContiguousStorageIfAvailable { dev in
+            RecordLine.rewrite(base, scan, time: now.milliseconds, device: UnsafeRawBufferPointer(dev), ensureDeleted: true, tag: key, into: &tagged)
+        }
+        guard let t = scanned(tagged) else { preconditionFailure("a stamped line with its tag does not parse back") }
+        precondition(t.tagAt >= 0 && verifies(tagged, t), "a stamped line's tag does not verify")
+        for (time, holds) in [(now.milliseconds - 1, true), (now.milliseconds + 1, false)] {
+            var moved: [UInt8] = []
+            tagged.withUnsafeBufferPointer { b in
+                // Never nil: `tagged` parsed back above, so it is not empty.
+                RecordLine.rewrite(b.baseAddress!, t, time: time, device: nil, ensureDeleted: false, into: &moved)
+            }
+            guard let m = scanned(moved) else { preconditionFailure("a line pulled back or moved does not parse back") }
+            precondition(verifies(moved, m) == holds, holds ? "a pulled-back line's tag does not verify" : "a line moved later keeps a tag that verifies")
         }
     }
 

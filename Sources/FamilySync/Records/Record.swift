@@ -83,8 +83,9 @@ extension Record {
     }
 
     /// The same record with a new `modifiedAt` (the clamp, or a local stamp)
-    /// and optionally a new `deviceId`. Only those values change in the line;
-    /// a missing `deleted` is written as `false`.
+    /// and optionally a new `deviceId`. Only those values change in the line,
+    /// and its authorship tag as `RecordLine.rewrite` says; a missing
+    /// `deleted` is written as `false`.
     public func restamped(_ t: Timestamp, deviceID newDevice: String? = nil) -> Record {
         var r = self
         r.modifiedAt = t
@@ -117,8 +118,16 @@ public enum RecordLine {
     /// when given, `deviceId` set to `device`; fields that are absent are
     /// appended as new members. `ensureDeleted` adds `"deleted":false` when
     /// the line has no `deleted`; `type` is appended when the line has none.
+    ///
+    /// The authorship tag (Authorship.swift) stays the line's last member:
+    /// `tag` (an edit stamped here) tags the new line afresh; otherwise a
+    /// tag the line carries is kept only where it still speaks for the
+    /// version: as it was when nothing it covers changed, with the author's
+    /// time when `time` pulls the version back to an earlier one, and not at
+    /// all when anything else changed (another `deviceId`, a member added, a
+    /// time rewritten from a form the tag was not made over).
     static func rewrite(_ base: UnsafePointer<UInt8>, _ r: RecordScan, time: Int64?, device: UnsafeRawBufferPointer?,
-                        ensureDeleted: Bool, type: [UInt8]? = nil, into out: inout [UInt8]) {
+                        ensureDeleted: Bool, type: [UInt8]? = nil, tag: Authorship.Key? = nil, into out: inout [UInt8]) {
         var edits: [(Int, Int, [UInt8])] = []  // replace base[from..<to] with bytes
         var appended: [UInt8] = []
         var stamp = [UInt8](repeating: 0, count: 26)
@@ -148,16 +157,37 @@ public enum RecordLine {
         }
         edits.sort { $0.0 < $1.0 }
         out.reserveCapacity(out.count + (r.end - r.start) + appended.count + 64)
+        let lineStart = out.count
         var at = r.start
         for (from, to, bytes) in edits {
             out.append(contentsOf: UnsafeBufferPointer(start: base + at, count: from - at))
             out += bytes
             at = to
         }
-        let close = r.end - 1  // the closing brace
+        // The members end at the tag, or else at the closing brace.
+        let close = r.tagAt >= 0 ? r.tagAt : r.end - 1
         out.append(contentsOf: UnsafeBufferPointer(start: base + at, count: close - at))
         if !appended.isEmpty {
             out += r.hasMembers ? appended : Array(appended.dropFirst())
+        }
+        if let tag {
+            Authorship.appendTag(tag, to: &out, from: lineStart)
+            return
+        }
+        if r.tagAt >= 0, device == nil, appended.isEmpty, r.isTimeCanonical(base) {
+            let newTime = time ?? r.time
+            let digits = base + r.tagAt + Authorship.opening.count
+            if newTime == r.time {
+                // Nothing the tag covers changed: it stays as it was.
+                out.append(contentsOf: UnsafeBufferPointer(start: base + r.tagAt, count: r.end - r.tagAt))
+                return
+            }
+            if newTime < r.time {
+                // Pulled back: the tag stays, with the time its author gave (the first pull-back's, kept).
+                let authored = r.tagAuthorTime != nil ? digits + Authorship.tagDigits + 1 : base + r.modifiedAt.start
+                Authorship.appendKeptTag(digits: digits, authorTime: authored, to: &out)
+                return
+            }
         }
         out.append(UInt8(ascii: "}"))
     }
@@ -183,15 +213,16 @@ public enum RecordLine {
 }
 
 /// Whether a local edit says nothing new: its content equals the version
-/// held, leaving aside what stamping fills in (modifiedAt, deviceId) and a
-/// `deleted` it leaves out (false). Two tombstones are the same content.
+/// held, leaving aside what stamping fills in (modifiedAt, deviceId, the
+/// authorship tag) and a `deleted` it leaves out (false). Two tombstones are
+/// the same content.
 enum RecordContent {
     static func same(held: [UInt8], incoming: UnsafeRawBufferPointer) -> Bool {
         guard let h = try? JSONParser.parse(String(decoding: held, as: UTF8.self)), let hv = h.objectValue,
               let i = try? JSONParser.parse(String(decoding: incoming, as: UTF8.self)), let iv = i.objectValue else { return false }
         func content(_ o: [(String, JSONValue)]) -> [String: JSONValue] {
             var d: [String: JSONValue] = [:]
-            for (k, v) in o where k != "modifiedAt" && k != "deviceId" { d[k] = v }
+            for (k, v) in o where k != "modifiedAt" && k != "deviceId" && k != Authorship.field { d[k] = v }
             if d["deleted"] == nil { d["deleted"] = .bool(false) }
             if d["deleted"] == .bool(true) { return ["deleted": .bool(true)] }
             for k in ["data", "photos"] where d[k] == .null { d[k] = nil }

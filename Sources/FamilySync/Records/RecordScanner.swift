@@ -43,6 +43,11 @@ struct RecordScan {
     var time: Int64 = 0
     /// The object has at least one member (so an appended member needs a comma).
     var hasMembers = false
+    /// Where the line's authorship tag member begins (its comma), or -1 when
+    /// the line has none (Authorship.swift): the bytes before it are what the tag covers.
+    var tagAt = -1
+    /// The time the author gave the version (ms), when the tag says it was pulled back since.
+    var tagAuthorTime: Int64?
 
     init() {}
 
@@ -259,6 +264,35 @@ public enum RecordScanner {
             guard present(.deleted) else { throw RecordError(field: "deleted", "missing") }
             guard r.deleted >= 0 else { throw RecordError(field: "deleted", "not true or false") }
         }
+        if present(.authorship) { try checkTag(&r, base: base) }
+    }
+
+    /// The authorship tag (Authorship.swift) is the line's last member, written
+    /// exactly `,"authorship":"<32 lowercase hex>"` or with `/<canonical time>`
+    /// after the digits, right before the closing brace: one spelling, so the
+    /// bytes it covers are the bytes before it on every device.
+    private static func checkTag(_ r: inout RecordScan, base: UnsafePointer<UInt8>) throws(RecordError) {
+        func opensAt(_ at: Int) -> Bool {
+            at > r.start && memcmp(base + at, Authorship.opening, Authorship.opening.count) == 0
+                && isLowerHex(base + at + Authorship.opening.count, Authorship.tagDigits)
+                && base[r.end - 2] == UInt8(ascii: "\"") && base[r.end - 1] == UInt8(ascii: "}")
+        }
+        let plain = r.end - Authorship.plainTail, dated = r.end - Authorship.datedTail
+        if opensAt(plain) {
+            r.tagAt = plain
+            return
+        }
+        if opensAt(dated), base[dated + Authorship.opening.count + Authorship.tagDigits] == UInt8(ascii: "/") {
+            let time = UnsafeRawBufferPointer(start: base + r.end - 2 - Authorship.timeDigits, count: Authorship.timeDigits)
+            var span = RecordScan()
+            span.modifiedAt = RecordScan.StringSpan(start: r.end - 2 - Authorship.timeDigits, end: r.end - 2)
+            if span.isTimeCanonical(base), let t = Timestamp.parse(time) {
+                r.tagAt = dated
+                r.tagAuthorTime = t.milliseconds
+                return
+            }
+        }
+        throw RecordError(field: Authorship.field, "not a tag: the line's last field, written ,\"authorship\":\"<32 lowercase hex digits>\" (or with /<modifiedAt as YYYY-MM-DDTHH:MM:SS.sssZ> after the digits) right before the closing brace")
     }
 
     private static func scanMember(_ which: Known, _ s: inout Scanner, _ r: inout RecordScan) throws(JSONSyntax) {
@@ -323,7 +357,8 @@ public enum RecordScanner {
             }
             r.photosEnd = s.pos
             r.photoCount = i
-        case .other:
+        case .authorship, .other:
+            // A tag's form is checked against the line's end once the syntax is known good.
             try s.skipValue(depth: 1)
         }
     }
@@ -406,7 +441,7 @@ public enum RecordScanner {
 
     /// The top-level keys the contract names.
     enum Known: UInt8 {
-        case id = 0, type, modifiedAt, deviceID, deleted, data, photos, other
+        case id = 0, type, modifiedAt, deviceID, deleted, data, photos, authorship, other
 
         var name: String {
             switch self {
@@ -417,6 +452,7 @@ public enum RecordScanner {
             case .deleted: return "deleted"
             case .data: return "data"
             case .photos: return "photos"
+            case .authorship: return Authorship.field
             case .other: return ""
             }
         }
@@ -433,7 +469,7 @@ public enum RecordScanner {
             case 6: return eq("photos") ? .photos : .other
             case 7: return eq("deleted") ? .deleted : .other
             case 8: return eq("deviceId") ? .deviceID : .other
-            case 10: return eq("modifiedAt") ? .modifiedAt : .other
+            case 10: return eq("modifiedAt") ? .modifiedAt : eq("authorship") ? .authorship : .other
             default: return .other
             }
         }

@@ -107,6 +107,8 @@ extension Store {
     /// Owner: admits a joining device and issues its device key. Call inside
     /// the transaction that also consumes the offer's nonce.
     public func admitDeviceInTransaction(_ device: String, name: String? = nil, now: Timestamp) throws -> SecretBytes {
+        // A device admitted again: the versions it tagged before stay the owner's to tell.
+        if let f = try family() { try keepAuthorshipKeyInTransaction(replacing: device, family: f) }
         let key = try SecretBytes.random(count: Store.familySecretBytes)
         try db.run("INSERT INTO devices (device_id, role, joined_at) VALUES (?, 'member', ?)", [.text(device), .int(now.milliseconds)])
         try setDeviceName(device, name)

@@ -18,6 +18,14 @@ public struct ApplySummary: Sendable, Equatable {
     /// Incoming versions not taken: ids this store does not hold, in versions
     /// one of its purges covers (PurgeRecords.swift).
     public var purged = 0
+    /// Incoming versions not taken, though they would have won: they name
+    /// another device than the sender as their author, and carry no tag that
+    /// shows that device made them (AuthorshipCheck).
+    public var unattributed = 0
+    /// Versions taken from a file into a member's store that name another
+    /// device and carry no authorship tag: the owner will not take them from
+    /// this member (docs/protocol.md §7.4), so the tool says so.
+    public var untaggedInOthersNames = 0
     /// Live versions that replaced a tombstone.
     public var resurrected = 0
     /// Rows replaced whose previous change number lay in the watched range
@@ -89,11 +97,14 @@ extension Store {
     /// once by the session and not parsed again here).
     /// `bound`: the session's clamp (SyncSession, docs/protocol.md §7.4);
     /// `adoptOwnerCopiesOf`: a member's device ID, when the owner sends;
-    /// `keepOwnCopiesOf`: the member's, when the owner receives (the copies it owes the member stand, BundleLedger.swift).
+    /// `keepOwnCopiesOf`: the member's, when the owner receives (the copies it owes the member stand, BundleLedger.swift);
+    /// `authorship`: which versions need a proof of who made them (AuthorshipCheck.forIntake).
     func applyRemoteInTransaction(_ base: UnsafePointer<UInt8>, _ scans: [RecordScan], now: Timestamp, watching: ClosedRange<Int64>?,
-                                  bound: Int64, adoptOwnerCopiesOf: [UInt8]?, keepOwnCopiesOf: [UInt8]? = nil, from peer: String? = nil) throws -> ApplySummary {
+                                  bound: Int64, adoptOwnerCopiesOf: [UInt8]?, keepOwnCopiesOf: [UInt8]? = nil, from peer: String? = nil,
+                                  authorship: AuthorshipCheck? = nil) throws -> ApplySummary {
         try applying(now: now, stamping: false, watching: watching) { applier in
             applier.cameFrom = peer.map { Array($0.utf8) }
+            applier.authorship = authorship
             applier.receiveBound = bound
             applier.pullBackStopsAtHeld = true
             applier.adoptOwnerCopiesOf = adoptOwnerCopiesOf
@@ -150,6 +161,7 @@ extension Store {
         try db.execute("PRAGMA cache_size = -\(Store.bulkCacheKiB)")
         return try write {
             try applying(now: now, stamping: stamping) { applier in
+                if !stamping, try family()?.role == .member { applier.untaggedOthersOf = Array(try deviceID.utf8) }
                 var workspace = RecordScanner.ScanWorkspace()
                 let mode: RecordScanMode = stamping ? .localEdit : .exchanged
                 var batch = [UInt8]()
@@ -297,6 +309,11 @@ final class RecordApplier {
     let now: Timestamp
     /// Local edits are stamped by the family's clock (FamilyClock.swift).
     let stampTime: Int64
+    /// Local edits are tagged with this device's authorship key (Authorship.swift), when it has one.
+    let stampKey: Authorship.Key?
+    /// Incoming versions taken only with a proof of who made them, once they
+    /// would change the store (AuthorshipCheck); nil: none judged.
+    var authorship: AuthorshipCheck?
     /// Incoming versions later than this (ms) are pulled back to it, never
     /// below 1 ms after the version held (LWW.pullBack). `Int64.max`: none
     /// are (a member takes the owner's versions as the owner holds them).
@@ -323,6 +340,9 @@ final class RecordApplier {
     /// The member's device ID, when the owner applies that member's versions:
     /// the owner's copy of one of them stands against the same edit later-dated.
     var keepOwnCopiesOf: [UInt8]?
+    /// A member's device ID, when a file is applied to its store: the versions
+    /// taken in another device's name without a tag are counted (`untaggedInOthersNames`).
+    var untaggedOthersOf: [UInt8]?
     /// What this store purged (PurgeRecords.swift): versions of ids not held
     /// that a purge covers are not taken. Loaded on first need.
     private var evidence: PurgeEvidence?
@@ -363,6 +383,7 @@ final class RecordApplier {
         stampTime = stamping ? try store.familyTime(at: now).milliseconds : now.milliseconds
         receiveBound = LWW.bound(clock: now)
         me = stamping ? Array(try store.deviceID.utf8) : nil
+        stampKey = stamping ? try store.ownAuthorshipKey() : nil
         seq = try store.currentChangeSeq
         digest = try store.storedRecordDigest()
     }
@@ -399,6 +420,15 @@ final class RecordApplier {
         let idDecoded: [UInt8]? = r.id.escaped ? RecordScanner.decode(base, r.id) : nil
         var typeDecoded: [UInt8]? = r.type.escaped ? RecordScanner.decode(base, r.type) : nil
         let deviceDecoded: [UInt8]? = me ?? (r.deviceID.escaped ? RecordScanner.decode(base, r.deviceID) : nil)
+        // A version that names another author than the session's peer (AuthorshipCheck): judged once
+        // it would change the store, so a relay of what is held already costs no proof.
+        let unproven = try me == nil && (authorship.map { check in
+            try withSpan(base, r.deviceID, deviceDecoded) { check.judges(UnsafeBufferPointer(start: $0, count: $1)) }
+        } ?? false)
+        func proven() throws -> Bool {
+            guard let check = authorship else { return true }
+            return try withSpan(base, r.deviceID, deviceDecoded) { try check.proves(base, r, device: UnsafeBufferPointer(start: $0, count: $1)) }
+        }
         let deleted = r.deleted == 1
         let photoCount = deleted ? 0 : r.photoCount
         // The incoming version: stamped (local edit) or clamped (remote).
@@ -435,9 +465,11 @@ final class RecordApplier {
                                       RecordError(field: "field 'type'", "missing (a delete may give only its id when this store holds the record)"))
             }
             // Look the id up first after an id that was held (a session's
-            // edits are mostly of records the store holds); else insert first.
+            // edits are mostly of records the store holds), and for a version
+            // to judge (whether it would change the store); else insert first.
             var onHeldRow = false
-            if lookUpFirst {
+            let lookedUp = lookUpFirst || unproven
+            if lookedUp {
                 try bindText(select, 1, idp, idn)
                 let rc = sqlite3_step(select.stmt)
                 if rc == SQLITE_ROW {
@@ -457,7 +489,7 @@ final class RecordApplier {
                 // 0. Purged here: a version of an id this store no longer holds that a purge covers.
                 if me == nil, let evidence = try purgeEvidence(), let purgedAt = evidence.purgeTime(UnsafeRawBufferPointer(start: idp, count: idn)) {
                     var rc = SQLITE_DONE
-                    if !lookUpFirst {
+                    if !lookedUp {
                         try bindText(select, 1, idp, idn)
                         rc = sqlite3_step(select.stmt)
                         sqlite3_reset(select.stmt)
@@ -480,6 +512,12 @@ final class RecordApplier {
                     }
                 }
                 if me != nil { prevAt = RecordApplier.replacedNothing }
+                // A version of an id not held, naming an author it has no proof of: not taken.
+                if unproven, try !proven() {
+                    refuseUnattributed(clamped)
+                    lookUpFirst = false
+                    return
+                }
                 // 1. A new id: insert, done.
                 inserted = try writeRow(base, r, stmt: insert, rid: nil, idp: idp, idn: idn, time: time,
                                         typeDecoded: typeDecoded, deviceDecoded: deviceDecoded, photoCount: photoCount, prevAt: prevAt)
@@ -567,6 +605,11 @@ final class RecordApplier {
                     }
                     return d
                 }
+                // A version that would replace the one held, naming an author it has no proof of: not taken.
+                if decision.takeRemote, unproven, try !proven() {
+                    refuseUnattributed(clamped)
+                    return
+                }
                 if decision.takeRemote, let lp = sqlite3_column_blob(select.stmt, 6) {
                     // The held version leaves the digest (the incoming one joins it in writeRow).
                     let ln = Int(sqlite3_column_bytes(select.stmt, 6))
@@ -613,11 +656,21 @@ final class RecordApplier {
                 }
             }
             summary.applied += 1
+            if let mine = untaggedOthersOf, r.tagAt < 0,
+               try !withSpan(base, r.deviceID, deviceDecoded, { UnsafeBufferPointer(start: $0, count: $1).elementsEqual(mine) }) {
+                summary.untaggedInOthersNames += 1
+            }
             if found {
                 if heldDeleted && !deleted { summary.resurrected += 1 }
                 if !heldDeleted && deleted { summary.deleted += 1 }
             }
         }
+    }
+
+    /// Counts an incoming version not taken for want of a proof of its author.
+    private func refuseUnattributed(_ clamped: Bool) {
+        summary.unattributed += 1
+        if clamped { summary.clamped -= 1 }
     }
 
     /// Whether the row `select` is on holds exactly the incoming line, byte
@@ -651,7 +704,7 @@ final class RecordApplier {
         scratch.removeAll(keepingCapacity: true)
         if let me {
             me.withUnsafeBytes { d in
-                RecordLine.rewrite(base, r, time: time, device: d, ensureDeleted: true, type: heldType, into: &scratch)
+                RecordLine.rewrite(base, r, time: time, device: d, ensureDeleted: true, type: heldType, tag: stampKey, into: &scratch)
             }
         } else if time != r.time || !r.isTimeCanonical(base) {
             RecordLine.rewrite(base, r, time: time, device: nil, ensureDeleted: false, into: &scratch)

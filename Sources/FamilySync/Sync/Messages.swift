@@ -3,10 +3,13 @@
 /// Unknown fields are ignored, so a later minor revision may add some.
 public enum SyncProtocol {
     /// The protocol version this build speaks (HELLO and JOIN `protocol`).
-    /// Version 4 (docs/protocol.md §13): nothing linkable in clear. The PSK
-    /// identity is sealed (no family or device ID, none alike), notices name
-    /// nobody, discovery carries no offer tags, family tag or host name, and
-    /// bundle headers are sealed. Version 3's family clock and purge records stay.
+    /// Version 4 (docs/protocol.md §13): nothing linkable in clear, and who
+    /// made a version. The PSK identity is sealed (no family or device ID,
+    /// none alike), notices name nobody, discovery carries no offer tags,
+    /// family tag or host name, and bundle headers are sealed; a version
+    /// carries its author's tag (Records/Authorship.swift), and the owner
+    /// takes a version naming another device than the member that hands it
+    /// only with that device's tag. Version 3's family clock and purge records stay.
     public static let version = 4
 }
 

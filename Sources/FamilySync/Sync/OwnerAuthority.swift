@@ -140,7 +140,8 @@ extension Store {
                 try Ed25519.sign(WelcomeProof.message(family: family, owner: me, device: device, tag: tag), privateKey: try ownerRosterPrivateKey()))
     }
 
-    private func ownerRosterPrivateKey() throws -> SecretBytes {
+    /// Owner: the roster key's private half (made on first use). Never leaves the store.
+    func ownerRosterPrivateKey() throws -> SecretBytes {
         if let k = try secret("roster_signing_key") { return k }
         let k = try Ed25519.generatePrivateKey()
         try setSecret("roster_signing_key", k)

@@ -11,6 +11,7 @@ public enum SessionKeys {
     static let pairTagSalt = Array("family-sync/1 pair-tag".utf8)
     public static let keyBytes = 32
 
+    /// HKDF `info`: the fields joined with one 0x00 byte between them (docs/protocol.md §3).
     static func info(_ fields: [String]) -> [UInt8] {
         var out: [UInt8] = []
         for (i, f) in fields.enumerated() {

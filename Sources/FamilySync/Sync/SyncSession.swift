@@ -113,6 +113,9 @@ final class SyncSession {
     /// when it said so, so a purge by it never races the records it implies).
     private var pendingAcknowledgement: (acked: Int64, waitingFor: [(device: String, lastSynced: Timestamp?)])?
 
+    /// Which of the peer's versions need a proof of who made them (§7.4 "Authorship").
+    private lazy var authorship = AuthorshipCheck.forIntake(store: store, family: family, me: me, from: peer.device)
+
     private let waves: PhotoWaves
     private let responder: PhotoResponder
     /// Called once both DONEs have crossed, before the closing handshake and
@@ -552,6 +555,9 @@ final class SyncSession {
             guard peerAfter >= 0 else { throw ProtocolError("RECORDS-END field 'after': negative") }
             guard pendingPeerMark == nil else { throw ProtocolError("RECORDS-MARK followed by RECORDS-END, not by its RECORDS") }
             peerRecordsEnded = true
+            if summary.recordsUnattributed > 0 {
+                emit("warning", [("message", .string(Authorship.refusalWarning(summary.recordsUnattributed, from: peer.device)))])
+            }
             waves.recordsArrived()
         case .recordsMark:
             guard !peerRecordsEnded else { throw ProtocolError("RECORDS-MARK after RECORDS-END") }
@@ -629,9 +635,11 @@ final class SyncSession {
             let adopt: [UInt8]? = family.role == .member && peer.device == family.ownerDevice ? Array(me.utf8) : nil
             let keep: [UInt8]? = family.role == .owner ? Array(peer.device.utf8) : nil
             let mark = pendingPeerMark
+            let check = authorship
             let s = try store.write {
                 let s = try store.applyRemoteInTransaction(base, scans, now: now, watching: watching, bound: receiveBound,
-                                                           adoptOwnerCopiesOf: adopt, keepOwnCopiesOf: keep, from: peer.device)
+                                                           adoptOwnerCopiesOf: adopt, keepOwnCopiesOf: keep, from: peer.device,
+                                                           authorship: check)
                 // The owner's copies of the member's versions are owed to it until it holds them, as from a bundle.
                 if keep != nil { try store.queueReturnsInTransaction(peer: peer.device, owed: s.owed) }
                 // The peer's mark for this batch, in the batch's transaction: it never claims more than the store holds (§7.4b).
@@ -649,6 +657,7 @@ final class SyncSession {
         seqsUsedForPeer += Int64(s.ownCopiesKept.count)
         summary.recordsPurged += Int64(s.purged)
         summary.recordsClampedIn += Int64(s.clamped)
+        summary.recordsUnattributed += Int64(s.unattributed)
         // A version pulled back here differs from the peer's: the peer does not hold our copy yet.
         if s.clamped > 0 { peerLacksOurCopies = true }
         seqsUsedForPeer += Int64(s.applied)

@@ -20,6 +20,8 @@ public struct SyncSummary: Sendable {
     public var recordsResumed = false
     /// Records not taken, or dropped here, because the family purged them (purge records).
     public var recordsPurged: Int64 = 0
+    /// The peer's versions not taken because nothing showed that the device they name made them (§7.4 "Authorship").
+    public var recordsUnattributed: Int64 = 0
     /// Purge records the owner sent, or a member received.
     public var purgeRecordsSent: Int64 = 0
     public var purgeRecordsReceived: Int64 = 0
@@ -52,7 +54,7 @@ public struct SyncSummary: Sendable {
             ("peer", .string(peer)), ("peerName", .optional(peerName)), ("address", .optional(address)), ("side", .string(side.rawValue)), ("joined", .bool(joined)),
             ("records", .object([("sent", .int(recordsSent)), ("received", .int(recordsReceived)), ("applied", .int(recordsApplied)),
                                  ("clamped", .int(recordsClamped)), ("clampedIn", .int(recordsClampedIn)), ("purged", .int(recordsPurged)),
-                                 ("resumed", .bool(recordsResumed))])),
+                                 ("unattributed", .int(recordsUnattributed)), ("resumed", .bool(recordsResumed))])),
             ("purgeRecords", .object([("sent", .int(purgeRecordsSent)), ("received", .int(purgeRecordsReceived))])),
             ("photos", .object([("sent", .int(photosSent)), ("received", .int(photosReceived)), ("unavailable", .int(photosUnavailable)),
                                 ("wanted", .int(photosWanted)), ("waves", .int(waves))])),

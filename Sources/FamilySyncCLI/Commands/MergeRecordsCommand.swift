@@ -4,7 +4,7 @@ import FamilySync
 
 public enum MergeRecordsCommand {
     static let stamp = OptionSpec.flag("stamp",
-        help: "Store mode: the input holds edits made on this device. Each record gets deviceId = this device and modifiedAt = now (or 1 ms after the version held, when that is later); modifiedAt, deviceId and deleted may be absent, and a delete may be only {\"id\":ID,\"deleted\":true}. A record whose content equals the version held is unchanged (it keeps its modifiedAt and deviceId), so a stamp is safe to repeat. A record naming a photo the store does not hold is warned about on standard error.")
+        help: "Store mode: the input holds edits made on this device. Each record gets deviceId = this device and modifiedAt = now (or 1 ms after the version held, when that is later), and, once the store is in a family, this device's authorship tag as its last field (any tag it came with is replaced); modifiedAt, deviceId and deleted may be absent, and a delete may be only {\"id\":ID,\"deleted\":true}. A record whose content equals the version held is unchanged (it keeps its modifiedAt and deviceId), so a stamp is safe to repeat. A record naming a photo the store does not hold is warned about on standard error.")
     static let export = OptionSpec.flag("export",
         help: "Store mode: write the store's records as NDJSON to standard output, sorted by id in byte order, tombstones included.")
     static let since = OptionSpec("since", valueName: "SEQ",
@@ -44,7 +44,7 @@ public enum MergeRecordsCommand {
         discussion: """
         merge-records applies the last-writer-wins rule of family-sync to NDJSON records, one JSON object per line: {"id","type","modifiedAt","deviceId","deleted","data","photos"}. It is the same code peer-sync applies records with.
 
-        Pure mode, merge-records [--now TIME] LOCAL REMOTE, reads two record sets (either may be -, standard input) and writes the merged set to standard output, one line per id, sorted by id in byte order. For each id the version kept is chosen by the rule below; duplicates of an id inside one input are resolved by the same rule, so a change log is a valid input. Winners are written verbatim: the original bytes of the line, unknown fields included, with only modifiedAt rewritten when it is not already in canonical form or was clamped.
+        Pure mode, merge-records [--now TIME] LOCAL REMOTE, reads two record sets (either may be -, standard input) and writes the merged set to standard output, one line per id, sorted by id in byte order. For each id the version kept is chosen by the rule below; duplicates of an id inside one input are resolved by the same rule, so a change log is a valid input. Winners are written verbatim: the original bytes of the line, unknown fields included, with only modifiedAt rewritten when it is not already in canonical form or was clamped (a clamped line keeps its authorship tag, with the time its author gave after the digits; a line whose time is rewritten otherwise loses it).
 
         Store mode, merge-records --db STORE [FILE] (or with $FAMILY_SYNC_DB naming the store and at most one FILE), applies the records of FILE (default -) to the store in one transaction, all or nothing, and prints one JSON summary: received, applied (replaced or created the held version), keptLocal (lost to the held version), unchanged (the same version as held), clamped, resurrected (a live version replaced a tombstone) and deleted (a tombstone replaced a live version). --stamp applies local edits instead, --export writes the store out, --add-photo keeps photo files, --backup copies the store.
 
@@ -64,7 +64,7 @@ public enum MergeRecordsCommand {
 
         Timestamps: any RFC 3339 offset is accepted; times are compared and written in UTC at millisecond precision, as YYYY-MM-DDTHH:MM:SS.sssZ (finer digits are truncated), so every device normalizes the same way.
 
-        Validation: every line must be a JSON object (strict RFC 8259: UTF-8, escapes, numbers; nesting at most 64 deep; the keys of every object unique, data and the objects inside it included; between tokens only spaces and tabs, no CR) with a non-empty string id, type and deviceId, an RFC 3339 modifiedAt, deleted true or false, data an object (or null) and photos an array of 64-character lowercase hex strings (or null), and at most 1048576 bytes. Blank lines are skipped; a CR just before the line feed ends the line (CR LF files) and is not part of the record. The first bad line is reported as merge-records: FILE:LINE: field: problem with exit status 65; then nothing is written to standard output in pure mode, and the store is left unchanged in store mode.
+        Validation: every line must be a JSON object (strict RFC 8259: UTF-8, escapes, numbers; nesting at most 64 deep; the keys of every object unique, data and the objects inside it included; between tokens only spaces and tabs, no CR) with a non-empty string id, type and deviceId, an RFC 3339 modifiedAt, deleted true or false, data an object (or null) and photos an array of 64-character lowercase hex strings (or null), an authorship tag, when there is one, as the line's last field written ,"authorship":"<32 lowercase hex digits>" (or with /<modifiedAt> after the digits), and at most 1048576 bytes. Blank lines are skipped; a CR just before the line feed ends the line (CR LF files) and is not part of the record. The first bad line is reported as merge-records: FILE:LINE: field: problem with exit status 65; then nothing is written to standard output in pure mode, and the store is left unchanged in store mode.
 
         Looking at data: --export takes --id, --type (both repeatable) and --live or --deleted to write only those records. --diff A B compares two stores or exports (a store is recognized by its SQLite header): for each id whose versions differ it prints {"id","a","b","winner","rule"}, both versions as held (null where a side has none), which one a sync between them keeps (a or b; null when the rule finds the same version, so each side keeps its own and they never agree) and by which rule; nothing when they agree (exit 0), else exit 1.
 
@@ -209,6 +209,12 @@ public enum MergeRecordsCommand {
         ctx.endProgress()
         try ex?.finish()
         try ctx.out.writeLine(summary.json)
+        if summary.untaggedInOthersNames > 0 {
+            let n = summary.untaggedInOthersNames
+            ctx.warn("\(n) record\(n == 1 ? "" : "s") of \(reader.name) name\(n == 1 ? "s" : "") another device as author and carr\(n == 1 ? "ies" : "y") no authorship tag: "
+                     + "kept here, but the owner's device will not take \(n == 1 ? "it" : "them") from this member; to bring \(n == 1 ? "it" : "them") into the family, "
+                     + "stamp \(n == 1 ? "it" : "them") (--stamp) or apply the file on the owner's device")
+        }
         if stamping {
             // A photo named before it is added stays wanted: say so, once per photo.
             let fresh = try store.wantedPhotoList(limit: Int.max).filter { !wantedBefore.contains($0.sha256) }

@@ -39,7 +39,8 @@ extension PeerSyncCommand {
         discussion: """
         Applies each FILE, a bundle or a part of one that another device of \
         the family wrote for this device, exactly as a session's data: \
-        records by last-writer-wins with the same time rules, the owner's \
+        records by last-writer-wins with the same time and authorship \
+        rules, the owner's \
         purge records, the roster and the proof. Each part is authenticated \
         whole before anything is applied, then applied in one transaction, \
         so a part cut off, changed or sealed for someone else changes \
@@ -91,7 +92,8 @@ extension PeerSyncCommand {
                 try ctx.out.writeLine(.object([
                     ("bundle", .string(s.path)), ("from", .string(s.from)), ("fromName", .optional(s.fromName)), ("write", .int(s.write)), ("part", .int(s.part)),
                     ("records", .object([("received", .int(s.recordsReceived)), ("applied", .int(s.recordsApplied)),
-                                         ("purged", .int(s.recordsPurged)), ("clampedIn", .int(s.recordsClampedIn))])),
+                                         ("purged", .int(s.recordsPurged)), ("clampedIn", .int(s.recordsClampedIn)),
+                                         ("unattributed", .int(s.recordsUnattributed))])),
                     ("purgeRecords", .int(s.purgeRecords)),
                     ("photos", .object([("received", .int(s.photosReceived)), ("kept", .int(s.photosKept)), ("wanted", .int(s.photosWanted))])),
                     ("cursor", .int(s.cursor)),

@@ -248,7 +248,12 @@ public enum PeerSyncCommand {
             sent with modifiedAt pulled back to the family's clock (the owner's) \
             + 5 minutes, and kept so, clampedIn: the peer's versions pulled back \
             here, purged: versions not taken, or records dropped, because the \
-            family purged them (the owner's purge records), resumed: true when \
+            family purged them (the owner's purge records), unattributed: the \
+            peer's versions not taken because they name another device than \
+            the peer as their author without that device's authorship tag (the \
+            owner takes a member's versions only in its own name, or with \
+            their author's tag; a member so judges the versions in its own \
+            name that another member hands it), resumed: true when \
             the records of either side went on from where a session with the \
             peer that was cut off had stopped}, purgeRecords {sent, \
             received}, photos {sent, received, \

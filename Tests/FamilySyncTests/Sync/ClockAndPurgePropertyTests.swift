@@ -17,7 +17,11 @@ import Testing
 /// - **no resurrection**: no store holds a version a purge covered;
 /// - **causality**: no edit or delete made after seeing a version loses to it;
 /// - **deletes only by evidence**: no tombstone is purged before every current
-///   device held it (or something newer).
+///   device held it (or something newer);
+/// - **authorship**: at any point of a schedule, the owner's store as it
+///   stands takes from a member no version naming another device (the
+///   owner, another member, a made-up ID) that it did not make, untagged or
+///   with a tag taken from elsewhere (`forgeriesAreRefused`).
 /// A failure prints its seed and the schedule's last steps;
 /// `FAMILY_SYNC_SCHEDULES=N` runs N schedules instead of the default.
 @Suite struct ClockAndPurgePropertyTests {
@@ -44,6 +48,54 @@ import Testing
         }
     }
 
+    /// A member that turns against the household (docs/protocol.md §7.4
+    /// "Authorship"), tried on copies of its store and the owner's as they
+    /// stand: it holds, and hands the owner in a session, versions of 1 to 3
+    /// ids naming another device (the owner, another member, revoked or not,
+    /// or a made-up ID that wins ties), each later than both stores' versions
+    /// or at the very time with the greater ID, untagged or with a tag taken
+    /// from one of its lines (as it is, or dated). The owner's copy takes none.
+    static func forgeriesAreRefused(_ h: InProcessHousehold, forger m: InProcessHousehold.Device, ids: [String], step: Int,
+                                    rng: inout SplitMix64, fail: (String) -> String) throws {
+        let (ownerCopy, forgerCopy) = (h.dir + "/forged-owner-\(step).db", h.dir + "/forger-\(step).db")
+        _ = try Store(path: h.owner.path).backup(to: ownerCopy)
+        _ = try Store(path: m.path).backup(to: forgerCopy)
+        defer { for p in [ownerCopy, forgerCopy] { for suffix in ["", "-wal", "-shm", "-photos", "-photos-journal"] { unlink(p + suffix) } } }
+        let (held, mine) = (try InProcessHousehold.rows(ownerCopy), try InProcessHousehold.rows(forgerCopy))
+        let madeUp = "FFFFFFFF-FFFF-4FFF-8FFF-FFFFFFFFFFFF"
+        let others = h.all.map(\.id).filter { $0 != m.id } + [madeUp]
+        // A tag as one of its lines carries it (its digits only, if it came dated).
+        let stolen = mine.values.map(\.line).sorted().lazy.compactMap { line -> String? in
+            guard let r = line.range(of: #","authorship":""#) else { return nil }
+            return #","authorship":""# + line[r.upperBound...].prefix(2 * Authorship.tagBytes) + #""}"#
+        }.first
+        var forged: [String: String] = [:]
+        for id in ids.shuffled(using: &rng).prefix(Int.random(in: 1...3, using: &rng)) {
+            let author = others.randomElement(using: &rng)!
+            let latest = max(held[id]?.time ?? h.clock(h.owner).milliseconds, mine[id]?.time ?? .min)
+            let time = author == madeUp && Bool.random(using: &rng) ? latest : latest + Int64.random(in: 1...60_000, using: &rng)
+            var tail = "}"
+            if let stolen, Bool.random(using: &rng) {
+                tail = Bool.random(using: &rng) ? stolen : String(stolen.dropLast(2)) + "/" + Timestamp(milliseconds: time + 1).rfc3339 + "\"}"
+            }
+            forged[id] = #"{"id":"\#(id)","type":"note","modifiedAt":"\#(Timestamp(milliseconds: time).rfc3339)","deviceId":"\#(author)","deleted":false,"data":{"forged":\#(step)}"# + tail
+        }
+        // Planted as the forger's store takes its own user's word (merge-records --db FILE), no clock bounding them.
+        _ = try Store(path: forgerCopy).applyRemote(try forged.values.sorted().map { try Record(line: $0) }, now: Timestamp(rfc3339: "9999-01-01T00:00:00.000Z")!)
+        let planted = try InProcessHousehold.rows(forgerCopy)
+        forged = forged.filter { planted[$0.key]?.line == $0.value }  // a purge it holds may refuse one
+        do {
+            try h.sync(InProcessHousehold.Device(path: forgerCopy, isOwner: false, offset: m.offset, id: m.id),
+                       owner: InProcessHousehold.Device(path: ownerCopy, isOwner: true, offset: h.owner.offset, id: h.owner.id))
+        } catch is SyncError {
+            return  // the member learns in this session that it was revoked: nothing of its went in
+        }
+        let after = try InProcessHousehold.rows(ownerCopy)
+        for (id, line) in forged.sorted(by: { $0.key < $1.key }) {
+            #expect(after[id]?.line == held[id]?.line, "\(fail("the owner took \(id) from \(m.path.suffix(9)) in another device's name: \(line)"))")
+        }
+    }
+
     static func run(seed: UInt64) throws {
         var rng = SplitMix64(seed: seed)
         let start = Timestamp(rfc3339: "2026-01-01T00:00:00.000Z")!
@@ -53,6 +105,8 @@ import Testing
         // many marks (§7.4b); drawn apart, so every schedule's other steps stay what they were.
         var batchRng = SplitMix64(seed: seed ^ 0x5DEE_CE66_D1CE_4E5B)
         h.options.recordBatchCount = [1, 2, 3, 1_000][Int.random(in: 0..<4, using: &batchRng)]
+        // One forgery per schedule, tried on copies and drawn apart too: the schedule goes on as it would have.
+        var forgeryRng = SplitMix64(seed: seed ^ 0x0A07_0A07_F0F0_3C3C)
         let ids = (0..<6).map { "p-\($0)" }
         var log: [String] = []
         func fail(_ what: String) -> String { "seed \(seed): \(what); last steps: \(log.suffix(14).joined(separator: " | "))" }
@@ -89,10 +143,14 @@ import Testing
         func current() -> [InProcessHousehold.Device] { h.members.filter { !revoked.contains($0.id) } }
 
         let steps = Int.random(in: 12...30, using: &rng)
+        let forgeryStep = Int.random(in: 0..<steps, using: &forgeryRng)
         for step in 0..<steps {
             h.now = h.now.adding(.hours(Int64.random(in: 0...(24 * 14), using: &rng)))
             let d = h.all.randomElement(using: &rng)!
             let live = current()
+            if step == forgeryStep, let forger = live.randomElement(using: &forgeryRng) {
+                try Self.forgeriesAreRefused(h, forger: forger, ids: ids, step: step, rng: &forgeryRng, fail: fail)
+            }
             switch Int.random(in: 0..<26, using: &rng) {
             case 0...4:
                 let id = ids.randomElement(using: &rng)!

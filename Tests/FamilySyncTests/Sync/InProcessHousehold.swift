@@ -109,7 +109,7 @@ final class InProcessHousehold {
         signal(SIGPIPE, SIG_IGN)
         let relay = try TCPSocket.listen(on: HostPort(host: "127.0.0.1", port: 0))
         let relayPort = relay.localAddress()!.port
-        let (client, server) = try session(m, via: relay, relayPort: relayPort, cutAfter: bytes)
+        let (client, server) = try session(m, via: relay, relayPort: relayPort, cutAfter: bytes, owner: owner)
         for side in [client, server] {
             guard case let .failure(e) = side else { continue }
             // Learning its revocation is no cut; anything but a lost link is a failure of its own.
@@ -178,19 +178,20 @@ final class InProcessHousehold {
     }
 
     /// One session between member `m` and the owner; both sides' summaries.
+    /// `owner` may name a copy of the owner's store (a device of the same ID).
     @discardableResult
-    func sync(_ m: Device) throws -> (client: SyncSummary, server: SyncSummary) {
-        let (client, server) = try session(m)
+    func sync(_ m: Device, owner: Device? = nil) throws -> (client: SyncSummary, server: SyncSummary) {
+        let (client, server) = try session(m, via: nil, relayPort: 0, cutAfter: 0, owner: owner ?? self.owner)
         return (try client.get(), try server.get())
     }
 
     /// One session between member `m` and the owner, however each side ended.
     func session(_ m: Device) throws -> (client: Result<SyncSummary, any Error>, server: Result<SyncSummary, any Error>) {
-        try session(m, via: nil, relayPort: 0, cutAfter: 0)
+        try session(m, via: nil, relayPort: 0, cutAfter: 0, owner: owner)
     }
 
-    private func session(_ m: Device, via relay: TCPSocket?, relayPort: UInt16,
-                         cutAfter: Int) throws -> (client: Result<SyncSummary, any Error>, server: Result<SyncSummary, any Error>) {
+    private func session(_ m: Device, via relay: TCPSocket?, relayPort: UInt16, cutAfter: Int,
+                         owner: Device) throws -> (client: Result<SyncSummary, any Error>, server: Result<SyncSummary, any Error>) {
         let o = try Store(path: owner.path), s = try Store(path: m.path)
         let fam = try o.family()!, mfam = try s.family()!
         let key = try SessionKeys.devicePSK(deviceKey: try s.ownDeviceKey()!, family: fam.id, client: m.id, server: owner.id)

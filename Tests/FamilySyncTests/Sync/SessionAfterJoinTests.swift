@@ -29,12 +29,12 @@ import Testing
 
     @Test func aStoreNeverInTheFamilyGetsEveryPurgeBatchAndKeepsWhatItMade() throws {
         let h = try Self.purgedHousehold()
-        // A store never in this family, holding a version of x older than the purged delete, and y.
+        // A store never in this family, holding a version of x older than the purged delete, and y, which it made.
         let path = h.dir + "/stranger.db"
         let s = try Store(path: path)
-        _ = try s.applyRemote([try Record(line: #"{"id":"x","type":"note","modifiedAt":"2026-12-01T09:00:00.000Z","deviceId":"S","deleted":false}"#),
-                               try Record(line: #"{"id":"y","type":"note","modifiedAt":"2026-12-01T09:00:00.000Z","deviceId":"S","deleted":false}"#)],
+        _ = try s.applyRemote([try Record(line: #"{"id":"x","type":"note","modifiedAt":"2026-12-01T09:00:00.000Z","deviceId":"S","deleted":false}"#)],
                               now: h.now)
+        _ = try s.applyLocalEdits([try Record(line: #"{"id":"y","type":"note"}"#, mode: .localEdit)], now: Timestamp(rfc3339: "2026-12-01T09:00:00.000Z")!)
         let d = InProcessHousehold.Device(path: path, isOwner: false, offset: .seconds(0), id: try s.deviceID)
         try h.rejoin(d)
         let rows = try InProcessHousehold.rows(path)

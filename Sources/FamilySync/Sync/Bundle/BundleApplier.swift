@@ -9,6 +9,8 @@ public struct BundleApplySummary: Sendable {
     public var recordsApplied: Int64 = 0
     public var recordsPurged: Int64 = 0
     public var recordsClampedIn: Int64 = 0
+    /// The writer's versions not taken because nothing showed that the device they name made them.
+    public var recordsUnattributed: Int64 = 0
     public var purgeRecords: Int64 = 0
     public var photosReceived: Int64 = 0
     public var photosKept: Int64 = 0
@@ -64,6 +66,7 @@ enum BundleApplier {
             : h.from == family.ownerDevice ? Int64.max : LWW.bound(clock: try store.familyTime(at: now))
         let adopt: [UInt8]? = family.role == .member && h.from == family.ownerDevice ? Array(me.utf8) : nil
         let keep: [UInt8]? = family.role == .owner ? Array(h.from.utf8) : nil
+        let authorship = AuthorshipCheck.forIntake(store: store, family: family, me: me, from: h.from)
         var warnings: [String] = []
         let received: FamilyStatement.Received
         do {
@@ -97,11 +100,13 @@ enum BundleApplier {
                                 let scans = try IncomingRecords.scan(base, count: buf.count, recordsBefore: summary.recordsReceived)
                                 summary.recordsReceived += Int64(scans.count)
                                 return try store.applyRemoteInTransaction(base, scans, now: now, watching: nil, bound: bound,
-                                                                          adoptOwnerCopiesOf: adopt, keepOwnCopiesOf: keep, from: h.from)
+                                                                          adoptOwnerCopiesOf: adopt, keepOwnCopiesOf: keep, from: h.from,
+                                                                          authorship: authorship)
                             }
                             summary.recordsApplied += Int64(s.applied)
                             summary.recordsPurged += Int64(s.purged)
                             summary.recordsClampedIn += Int64(s.clamped)
+                            summary.recordsUnattributed += Int64(s.unattributed)
                             kept += s.ownCopiesKept
                             owed += s.owed
                         case .photoData:
@@ -131,6 +136,7 @@ enum BundleApplier {
                         }
                     }
                 }
+                if summary.recordsUnattributed > 0 { warnings.append(Authorship.refusalWarning(summary.recordsUnattributed, from: h.from)) }
                 // Copies kept here in place of the writer's go back to it in the next bundle.
                 _ = try store.resendRowsInTransaction(kept)
                 // The owner's copies of its member's versions are owed to it until it acknowledges them, even
