@@ -348,7 +348,7 @@ final class RecordApplier {
     init(store: Store, now: Timestamp, stamping: Bool) throws {
         self.store = store
         db = store.db
-        select = try db.prepare("SELECT rid, modified_at, device_id, deleted, photo_count, seq, line, prev_at FROM records WHERE id = ?")
+        select = try db.prepare("SELECT rid, modified_at, device_id, deleted, photo_count, seq, line FROM records WHERE id = ?")
         insert = try db.prepare("""
             INSERT INTO records (id, type, modified_at, device_id, deleted, line, seq, photo_count, prev_at, came_from, came_seq)
             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
@@ -525,9 +525,10 @@ final class RecordApplier {
                         prepareLine(base, r, time: time)
                     }
                 }
-                // An edit's floor is the latest version others may hold: what it replaced,
-                // or, when that was an edit of ours that never left this store, what that one replaced.
-                if me != nil { prevAt = sqlite3_column_type(select.stmt, 7) == SQLITE_NULL ? heldTime : sqlite3_column_int64(select.stmt, 7) }
+                // An edit's floor is the version it replaced, even an edit of ours that has not left
+                // this store: a store put back from a copy cannot know which of those left it since
+                // the copy was made, and one that did must lose to this edit (docs/design.md §3.1).
+                if me != nil { prevAt = heldTime }
                 decision = try withSpan(base, r.deviceID, deviceDecoded) { dp, dn in
                     let hp = sqlite3_column_text(select.stmt, 2)
                     let hn = Int(sqlite3_column_bytes(select.stmt, 2))

@@ -1,0 +1,98 @@
+@testable import FamilySync
+import Foundation
+import Testing
+
+/// A store put back from a copy (docs/protocol.md §4.6) cannot tell which of
+/// its own edits left it after the copy was made: the copy says "not sent yet"
+/// of an edit that went out meanwhile. Causality must hold anyway: an edit made
+/// on it after it saw a version beats that version everywhere, whatever the
+/// device's clock says (docs/design.md §3.1).
+@Suite struct RestoredStoreTests {
+    /// A member edits `r` (seen by the owner before), a copy of its store is
+    /// taken, and the edit goes out in a session; then the copy is put back.
+    static func restoredMember() throws -> (InProcessHousehold, InProcessHousehold.Device) {
+        let h = try InProcessHousehold(members: 1, start: Timestamp(rfc3339: "2026-03-01T00:00:00.000Z")!)
+        let m = h.members[0]
+        try h.edit(h.owner, [#"{"id":"r","type":"note","data":{"v":0}}"#])
+        try h.sync(m)
+        h.now = h.now.adding(.days(1))
+        try h.edit(m, [#"{"id":"r","type":"note","data":{"v":1}}"#])
+        let copy = h.dir + "/m-copy.db"
+        _ = try Store(path: m.path).backup(to: copy)
+        h.now = h.now.adding(.hours(1))
+        try h.sync(m)
+        #expect(try InProcessHousehold.rows(h.owner.path)["r"]?.line.contains(#""v":1"#) == true)
+        for suffix in ["", "-wal", "-shm"] { unlink(m.path + suffix) }
+        try FileManager.default.copyItem(atPath: copy, toPath: m.path)
+        return (h, m)
+    }
+
+    static func expectDeletedEverywhere(_ h: InProcessHousehold, _ why: String) throws {
+        for d in h.all {
+            let r = try #require(try InProcessHousehold.rows(d.path)["r"])
+            #expect(r.deleted, "\(why): the delete, made after the edit it replaces, wins on \(d.path.suffix(9)): \(r.line)")
+        }
+    }
+
+    /// The restored member's clock is 100 days behind (a CMOS reset after its last session): it
+    /// deletes `r`, which it holds as its own edit, and carries the delete to the owner in a file,
+    /// whose bound is its own reading of the family's clock, 100 days back.
+    @Test func aDeleteOfAnOwnEditThatLeftAfterTheCopyWinsByFile() throws {
+        let (h, m) = try Self.restoredMember()
+        h.now = h.now.adding(.hours(1))
+        m.offset = .days(-100)
+        try h.edit(m, [#"{"id":"r","deleted":true}"#])
+        for p in try h.writeBundle(from: m, to: h.owner, maxBytes: nil) { _ = try h.applyBundle(p, at: h.owner) }
+        for p in try h.writeBundle(from: h.owner, to: m, maxBytes: nil) { _ = try h.applyBundle(p, at: m) }
+        try Self.expectDeletedEverywhere(h, "by files")
+        try h.sync(m)
+        try Self.expectDeletedEverywhere(h, "after a session")
+        #expect(try InProcessHousehold.digest(m.path) == InProcessHousehold.digest(h.owner.path))
+    }
+
+    /// The same in a session, the owner's clock set back a month since the edit went out: the
+    /// session's bound is below the edit the delete replaced.
+    @Test func aDeleteOfAnOwnEditThatLeftAfterTheCopyWinsInASession() throws {
+        let (h, m) = try Self.restoredMember()
+        h.now = h.now.adding(.hours(1))
+        h.owner.offset = .days(-30)
+        try h.edit(m, [#"{"id":"r","deleted":true}"#])
+        try h.sync(m)
+        try h.sync(m)
+        try Self.expectDeletedEverywhere(h, "in a session")
+        #expect(try InProcessHousehold.digest(m.path) == InProcessHousehold.digest(h.owner.path))
+    }
+
+    /// What the rule costs, and what still bounds it: a member whose clock jumped 200 days
+    /// ahead after its last session edits `r` twice offline. The second edit leaves it no
+    /// lower than just after the first (which it may have sent from a store since put back),
+    /// so it leaves past the session's bound; the owner pulls it back where it arrives, the
+    /// member takes the owner's copy, and an edit made an hour later on another device wins.
+    @Test func anEditOfAnUnsentEditFromAClockAheadIsBoundedWhereItArrives() throws {
+        let h = try InProcessHousehold(members: 2, start: Timestamp(rfc3339: "2026-03-01T00:00:00.000Z")!)
+        let (fast, other) = (h.members[0], h.members[1])
+        try h.edit(h.owner, [#"{"id":"r","type":"note","data":{"v":0}}"#])
+        try h.sync(fast)
+        try h.sync(other)
+        h.now = h.now.adding(.days(1))
+        fast.offset = .days(200)
+        try h.edit(fast, [#"{"id":"r","type":"note","data":{"v":1}}"#])
+        try h.edit(fast, [#"{"id":"r","type":"note","data":{"v":2}}"#])
+        try h.sync(fast)
+        // The session's clock runs on from the test's by the milliseconds the session takes.
+        let bound = h.clock(h.owner).adding(LWW.maxClockSkew).milliseconds + 1_000
+        let atOwner = try #require(try InProcessHousehold.rows(h.owner.path)["r"])
+        #expect(atOwner.line.contains(#""v":2"#) && atOwner.time <= bound, "pulled back where it arrived: \(atOwner.line), bound \(Timestamp(milliseconds: bound).rfc3339)")
+        h.now = h.now.adding(.hours(1))
+        try h.edit(other, [#"{"id":"r","type":"note","data":{"v":3}}"#])
+        for _ in 0..<2 {
+            try h.sync(other)
+            try h.sync(fast)
+        }
+        for d in h.all {
+            let r = try #require(try InProcessHousehold.rows(d.path)["r"])
+            #expect(r.line.contains(#""v":3"#), "the edit made an hour later wins on \(d.path.suffix(9)): \(r.line)")
+            #expect(try InProcessHousehold.digest(d.path) == InProcessHousehold.digest(h.owner.path))
+        }
+    }
+}
