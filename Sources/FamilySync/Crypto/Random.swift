@@ -42,3 +42,14 @@ public func randomUUID() throws -> String {
     let c = Array(h)
     return String(c[0..<8]) + "-" + String(c[8..<12]) + "-" + String(c[12..<16]) + "-" + String(c[16..<20]) + "-" + String(c[20..<32])
 }
+
+/// A random name a peer only compares: 16 random bytes as 32 lower-case hex
+/// digits (a resume chain, docs/protocol.md §7.4b; a bundle write, §12b).
+enum RandomName {
+    static func make() throws -> String { Hex.encode(try secureRandomBytes(16)) }
+
+    /// Whether `s` has the form (what a peer sends is checked before it is kept).
+    static func isValid(_ s: String) -> Bool {
+        s.utf8.count == 32 && s.utf8.allSatisfy { (0x30...0x39).contains($0) || (0x61...0x66).contains($0) }
+    }
+}

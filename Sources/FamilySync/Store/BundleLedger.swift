@@ -19,25 +19,67 @@ extension Store {
         var resendUntil: Int64 = 0
         /// Photos the peer said it wants (hashes).
         var wants: [String] = []
+        /// The newest write applied from the peer (schema 10): `recv` counts only its ranges above its base.
+        var newest: BundleWrite?
+    }
+
+    /// One write of a bundle as its reader knows it (docs/protocol.md §12b): the writer's
+    /// token for it, its number and clock, and the change number its range starts after.
+    struct BundleWrite: Equatable {
+        var token: String
+        var number: Int64
+        var clock: Int64
+        var base: Int64
     }
 
     func bundlePeer(_ peer: String) throws -> BundlePeerState {
-        let s = try db.prepare("SELECT recv, sent, written, applied, resend, wants, applied_clock FROM bundle_peers WHERE peer = ?")
+        let s = try db.prepare("""
+            SELECT recv, sent, written, applied, resend, wants, applied_clock, in_token, in_write, in_clock, in_base
+            FROM bundle_peers WHERE peer = ?
+            """)
         try s.bind([.text(peer)])
         defer { s.reset() }
         guard try s.step() else { return BundlePeerState() }
         let wants = s.text(5)
         return BundlePeerState(recv: s.int64(0), sent: s.int64(1), written: s.int64(2), applied: s.int64(3), appliedClock: s.int64(6), resendUntil: s.int64(4),
-                               wants: wants.isEmpty ? [] : wants.split(separator: " ").map(String.init))
+                               wants: wants.isEmpty ? [] : wants.split(separator: " ").map(String.init),
+                               newest: s.isNull(7) ? nil : BundleWrite(token: s.text(7), number: s.int64(8), clock: s.int64(9), base: s.int64(10)))
     }
 
     func setBundlePeerInTransaction(_ peer: String, _ p: BundlePeerState) throws {
         try db.run("""
-            INSERT INTO bundle_peers (peer, recv, sent, written, applied, applied_clock, resend, wants) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+            INSERT INTO bundle_peers (peer, recv, sent, written, applied, applied_clock, resend, wants, in_token, in_write, in_clock, in_base)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             ON CONFLICT(peer) DO UPDATE SET recv = excluded.recv, sent = excluded.sent, written = excluded.written,
-                applied = excluded.applied, applied_clock = excluded.applied_clock, resend = excluded.resend, wants = excluded.wants
+                applied = excluded.applied, applied_clock = excluded.applied_clock, resend = excluded.resend, wants = excluded.wants,
+                in_token = excluded.in_token, in_write = excluded.in_write, in_clock = excluded.in_clock, in_base = excluded.in_base
             """, [.text(peer), .int(p.recv), .int(p.sent), .int(p.written), .int(p.applied), .int(p.appliedClock), .int(p.resendUntil),
-                  .text(p.wants.joined(separator: " "))])
+                  .text(p.wants.joined(separator: " ")), p.newest.map { .text($0.token) } ?? .null,
+                  .int(p.newest?.number ?? 0), .int(p.newest?.clock ?? 0), .int(p.newest?.base ?? 0)])
+    }
+
+    /// How many of its writes to one peer a store remembers: a reader's echo of an older one
+    /// (it lost every bundle since, or went back to a copy) makes the next bundle carry everything.
+    static let rememberedBundleWrites = 64
+
+    /// Keeps the token of write `number` to `peer`, forgetting the oldest beyond `rememberedBundleWrites`.
+    func rememberBundleWriteInTransaction(peer: String, token: String, number: Int64) throws {
+        try db.run("INSERT OR REPLACE INTO bundle_writes (peer, token, write) VALUES (?, ?, ?)", [.text(peer), .text(token), .int(number)])
+        try db.run("""
+            DELETE FROM bundle_writes WHERE peer = ?1 AND write < (
+                SELECT min(write) FROM (SELECT write FROM bundle_writes WHERE peer = ?1 ORDER BY write DESC LIMIT ?2))
+            """, [.text(peer), .int(Int64(Store.rememberedBundleWrites))])
+    }
+
+    /// The number of the write to `peer` that `token` names, if this store made it (in the history it now holds).
+    func bundleWriteNumber(peer: String, token: String) throws -> Int64? {
+        try db.scalarInt("SELECT write FROM bundle_writes WHERE peer = ? AND token = ?", [.text(peer), .text(token)])
+    }
+
+    /// Forgets the writes to `peer` older than `number`: its reader acknowledged that one, and never goes back to an
+    /// older one unless its store does (and then, any unknown echo makes the next bundle carry everything anyway).
+    func forgetBundleWritesInTransaction(peer: String, before number: Int64) throws {
+        try db.run("DELETE FROM bundle_writes WHERE peer = ? AND write < ?", [.text(peer), .int(number)])
     }
 
     /// Whether the part `id` was applied here already.
@@ -47,9 +89,25 @@ extension Store {
 
     /// Records the part `id` as applied, covering the peer's changes in
     /// (after, upTo], moves `state.recv` as far as the applied parts now meet
-    /// without a gap, and keeps `state`.
-    func recordBundlePartInTransaction(_ id: String, peer: String, after: Int64, upTo: Int64, state: inout BundlePeerState, now: Timestamp) throws {
+    /// without a gap, and keeps `state`. `write`: the part's write, when its
+    /// writer names its writes. A part of a newer write than `state.newest`
+    /// makes it the newest, and only its ranges count from then on, above its
+    /// base: its writer reckons from that base in the history it holds now,
+    /// while what other writes brought above it may be changes of a history
+    /// the writer no longer has (its store was put back from a copy), whose
+    /// numbers its new changes reuse. A part of an older write counts nothing.
+    func recordBundlePartInTransaction(_ id: String, peer: String, after: Int64, upTo: Int64, write: BundleWrite?,
+                                       state: inout BundlePeerState, now: Timestamp) throws {
         try db.run("INSERT INTO bundle_parts (id, peer, applied_at) VALUES (?, ?, ?)", [.text(id), .text(peer), .int(now.milliseconds)])
+        if let write, write.token != state.newest?.token {
+            guard write.number > state.newest?.number ?? 0 || write.clock > state.newest?.clock ?? 0 else {
+                try setBundlePeerInTransaction(peer, state)
+                return
+            }
+            try forgetBundleRangesInTransaction(of: peer)
+            state.recv = min(state.recv, write.base)
+            state.newest = write
+        }
         try db.run("INSERT OR IGNORE INTO bundle_ranges (peer, after, up_to) VALUES (?, ?, ?)", [.text(peer), .int(after), .int(upTo)])
         // Ranges that now meet the cursor move it; the rest wait.
         let next = try db.prepare("SELECT max(up_to) FROM bundle_ranges WHERE peer = ? AND after <= ?")
@@ -129,7 +187,8 @@ extension Store {
     /// member is admitted again): the next bundle each way carries everything.
     func resetBundleCursorsInTransaction() throws {
         try db.run("DELETE FROM bundle_ranges")
-        try db.run("UPDATE bundle_peers SET recv = 0, sent = 0, resend = 9223372036854775807")
+        try db.run("DELETE FROM bundle_writes")
+        try db.run("UPDATE bundle_peers SET recv = 0, sent = 0, resend = 9223372036854775807, in_token = NULL, in_write = 0, in_clock = 0, in_base = 0")
     }
 
     /// Gives `rids` new change numbers, so the next export to a peer carries

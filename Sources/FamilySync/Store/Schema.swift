@@ -224,6 +224,25 @@ enum Schema {
         """
         ALTER TABLE photos DROP COLUMN bytes;
         """,
+        // Version 10: bundles name their writes (docs/protocol.md §12b, BundleLedger.swift).
+        // `bundle_writes`: the writes this store made to `peer`, each named by a random
+        // token its reader echoes; an echo naming none of them means the reader counted
+        // another history of this store's (it was put back from a copy since). In
+        // `bundle_peers`, the newest write applied from the peer: its token, number,
+        // clock, and `in_base`, the change number its range starts after; ranges of other
+        // writes do not count above it.
+        """
+        CREATE TABLE IF NOT EXISTS bundle_writes (
+            peer TEXT NOT NULL,
+            token TEXT NOT NULL,
+            write INTEGER NOT NULL,
+            PRIMARY KEY (peer, token)
+        ) WITHOUT ROWID;
+        ALTER TABLE bundle_peers ADD COLUMN in_token TEXT;
+        ALTER TABLE bundle_peers ADD COLUMN in_write INTEGER NOT NULL DEFAULT 0;
+        ALTER TABLE bundle_peers ADD COLUMN in_clock INTEGER NOT NULL DEFAULT 0;
+        ALTER TABLE bundle_peers ADD COLUMN in_base INTEGER NOT NULL DEFAULT 0;
+        """,
     ]
 
     /// The first version whose stores keep the record-state digest in `meta`.

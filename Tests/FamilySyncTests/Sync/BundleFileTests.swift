@@ -79,16 +79,46 @@ import Testing
         let store = try Store(path: dir.path + "/s.db")
         let peer = "AAAAAAAA-AAAA-4AAA-8AAA-AAAAAAAAAAAA"
         var state = try store.bundlePeer(peer)
+        let write = Store.BundleWrite(token: try RandomName.make(), number: 1, clock: 0, base: 0)
         // (20, 30] and (10, 20] arrive before (0, 10]; the cursor waits, then jumps to 30.
         for (i, r) in [(20, 30), (10, 20), (40, 50), (0, 10)].enumerated() {
-            try store.write { try store.recordBundlePartInTransaction("id\(i)", peer: peer, after: Int64(r.0), upTo: Int64(r.1), state: &state, now: Timestamp(milliseconds: 0)) }
+            try store.write {
+                try store.recordBundlePartInTransaction("id\(i)", peer: peer, after: Int64(r.0), upTo: Int64(r.1), write: write, state: &state, now: Timestamp(milliseconds: 0))
+            }
             #expect(state.recv == (i < 3 ? 0 : 30), "after range \(r)")
         }
         #expect(try store.bundlePeer(peer).recv == 30)
         #expect(try store.bundlePartApplied("id1"))
         #expect(try !store.bundlePartApplied("id9"))
         // (30, 40] fills the last gap.
-        try store.write { try store.recordBundlePartInTransaction("id5", peer: peer, after: 30, upTo: 40, state: &state, now: Timestamp(milliseconds: 0)) }
+        try store.write { try store.recordBundlePartInTransaction("id5", peer: peer, after: 30, upTo: 40, write: write, state: &state, now: Timestamp(milliseconds: 0)) }
         #expect(state.recv == 50)
+    }
+
+    /// Only the newest write's ranges count, from its base up (docs/protocol.md §12b): what
+    /// other writes brought above it may be changes of a history its writer no longer holds.
+    @Test func aNewerWriteCountsFromItsBaseAndAnOlderOneCountsNothing() throws {
+        let dir = TempFolder()
+        let store = try Store(path: dir.path + "/s.db")
+        let peer = "AAAAAAAA-AAAA-4AAA-8AAA-AAAAAAAAAAAA"
+        var state = try store.bundlePeer(peer)
+        func apply(_ id: String, _ after: Int64, _ upTo: Int64, _ w: Store.BundleWrite) throws {
+            try store.write { try store.recordBundlePartInTransaction(id, peer: peer, after: after, upTo: upTo, write: w, state: &state, now: Timestamp(milliseconds: 0)) }
+        }
+        let first = Store.BundleWrite(token: try RandomName.make(), number: 1, clock: 100, base: 0)
+        try apply("a", 0, 10, first)
+        try apply("b", 20, 30, first)
+        #expect(state.recv == 10)
+        // A writer put back from a copy at its change 5 writes again, numbered as before but later:
+        // its (12, 30] does not meet what the first write brought, and the first write's (20, 30] is gone.
+        let again = Store.BundleWrite(token: try RandomName.make(), number: 1, clock: 200, base: 5)
+        try apply("c", 12, 30, again)
+        #expect(state.recv == 5 && state.newest == again)
+        // A late part of the first write counts nothing now; the second write's (5, 12] closes its gap.
+        try apply("d", 10, 20, first)
+        #expect(state.recv == 5 && state.newest == again)
+        try apply("e", 5, 12, again)
+        #expect(state.recv == 30)
+        #expect(try store.bundlePeer(peer).newest == again)
     }
 }

@@ -63,6 +63,61 @@ import Testing
         #expect(try InProcessHousehold.digest(m.path) == InProcessHousehold.digest(h.owner.path))
     }
 
+    /// Bundles alone (docs/protocol.md §12b): a member writes a bundle the owner applies, then
+    /// its store is put back from a copy taken before, and it makes as many new changes as the
+    /// owner holds of the lost ones, reusing their change numbers. The owner's acknowledgement
+    /// of the lost ones must not make the member skip the new ones.
+    static func writerPutBack(newChanges: Int) throws -> (InProcessHousehold, InProcessHousehold.Device) {
+        let h = try InProcessHousehold(members: 1, start: Timestamp(rfc3339: "2026-03-01T00:00:00.000Z")!)
+        let m = h.members[0]
+        func exchange() throws {
+            for p in try h.writeBundle(from: m, to: h.owner, maxBytes: nil) { _ = try h.applyBundle(p, at: h.owner) }
+            for p in try h.writeBundle(from: h.owner, to: m, maxBytes: nil) { _ = try h.applyBundle(p, at: m) }
+        }
+        try h.edit(m, [#"{"id":"a","type":"note","data":{"v":0}}"#])
+        try exchange()
+        let copy = h.dir + "/m-copy.db"
+        _ = try Store(path: m.path).backup(to: copy)
+        h.now = h.now.adding(.hours(1))
+        try h.edit(m, (0..<3).map { #"{"id":"lost-\#($0)","type":"note"}"# })
+        for p in try h.writeBundle(from: m, to: h.owner, maxBytes: nil) { _ = try h.applyBundle(p, at: h.owner) }
+        for suffix in ["", "-wal", "-shm"] { unlink(m.path + suffix) }
+        try FileManager.default.copyItem(atPath: copy, toPath: m.path)
+        h.now = h.now.adding(.hours(1))
+        for i in 0..<newChanges { try h.edit(m, [#"{"id":"new-\#(i)","type":"note"}"#]) }
+        return (h, m)
+    }
+
+    static func expectNewRecordsAtOwner(_ h: InProcessHousehold, _ count: Int) throws {
+        let owner = try InProcessHousehold.rows(h.owner.path)
+        for i in 0..<count { #expect(owner["new-\(i)"] != nil, "new-\(i), made after the store was put back, reaches the owner by files") }
+    }
+
+    @Test func aWriterPutBackFromACopyDoesNotSkipItsNewChanges() throws {
+        let (h, m) = try Self.writerPutBack(newChanges: 3)
+        for _ in 0..<2 {
+            for p in try h.writeBundle(from: h.owner, to: m, maxBytes: nil) { _ = try h.applyBundle(p, at: m) }
+            for p in try h.writeBundle(from: m, to: h.owner, maxBytes: nil) { _ = try h.applyBundle(p, at: h.owner) }
+        }
+        try Self.expectNewRecordsAtOwner(h, 3)
+        #expect(try InProcessHousehold.digest(m.path) == InProcessHousehold.digest(h.owner.path))
+    }
+
+    /// More new changes than the lost ones, in small parts, the first part lost: what the
+    /// other parts bring meets the lost history's range, but must not count as held.
+    @Test func aLostPartFromAWriterPutBackIsSentAgain() throws {
+        let (h, m) = try Self.writerPutBack(newChanges: 5)
+        let parts = try h.writeBundle(from: m, to: h.owner, maxBytes: 300)
+        #expect(parts.count > 2)
+        for p in parts.dropFirst() { _ = try h.applyBundle(p, at: h.owner) }
+        for _ in 0..<2 {
+            for p in try h.writeBundle(from: h.owner, to: m, maxBytes: nil) { _ = try h.applyBundle(p, at: m) }
+            for p in try h.writeBundle(from: m, to: h.owner, maxBytes: nil) { _ = try h.applyBundle(p, at: h.owner) }
+        }
+        try Self.expectNewRecordsAtOwner(h, 5)
+        #expect(try InProcessHousehold.digest(m.path) == InProcessHousehold.digest(h.owner.path))
+    }
+
     /// What the rule costs, and what still bounds it: a member whose clock jumped 200 days
     /// ahead after its last session edits `r` twice offline. The second edit leaves it no
     /// lower than just after the first (which it may have sent from a store since put back),

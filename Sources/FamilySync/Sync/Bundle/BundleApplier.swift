@@ -77,9 +77,13 @@ enum BundleApplier {
                 var received = FamilyStatement.Received()
                 var assembly: PhotoAssembly?
                 var kept: [Int64] = [], owed: [ApplySummary.OwedCopy] = []
+                // Which of this store's writes the writer's `ack` counts from: nil when it names none (a first
+                // bundle, or a writer of revision 5); 0 when it names one this store did not make in the history it
+                // holds now (this store was put back from a copy since), so the `ack` counts other changes.
+                let ackedWrite: Int64? = try head.ackToken.map { try store.bundleWriteNumber(peer: h.from, token: $0) ?? 0 }
                 // The writer's acknowledgement, when it is one this store can take (below), ends what is owed to
                 // it first: a version of its that comes in this part after it took the copy is a new one.
-                if family.role == .owner, head.ack <= ownChanges, head.ack >= state.sent {
+                if family.role == .owner, head.ack <= ownChanges, head.ack >= state.sent, ackedWrite != 0 {
                     try store.dropReturnsInTransaction(peer: h.from, upTo: head.ack)
                 }
                 var decoder = FrameDecoder()
@@ -142,7 +146,11 @@ enum BundleApplier {
                 // when an edit here replaces one first: the member takes the copy, and then what replaced it.
                 if family.role == .owner { try store.queueReturnsInTransaction(peer: h.from, owed: owed) }
                 // The writer's word on how far of ours it holds.
-                if head.ack > ownChanges {
+                if ackedWrite == 0 {
+                    warnings.append("\(h.from) acknowledges a bundle this store has no record of writing: it was restored from a copy since; the next bundle to \(h.from) carries everything")
+                    state.sent = 0
+                    state.resendUntil = Int64.max
+                } else if head.ack > ownChanges {
                     // It holds more of our changes than this store ever made: this store went back in time.
                     warnings.append("\(h.from) holds changes of this device's up to \(head.ack), but this store has made only \(ownChanges): it was restored from a copy; the next bundle to \(h.from) carries everything")
                     state.sent = 0
@@ -154,6 +162,7 @@ enum BundleApplier {
                 } else {
                     state.sent = head.ack
                     if state.resendUntil != Int64.max, state.resendUntil != 0, head.ack >= state.resendUntil { state.resendUntil = 0 }
+                    if let n = ackedWrite { try store.forgetBundleWritesInTransaction(peer: h.from, before: n) }
                 }
                 if head.changes < state.recv {
                     // The writer has made fewer changes than this store holds of it: its numbers mean other changes now.
@@ -166,7 +175,8 @@ enum BundleApplier {
                 state.wants = head.wants
                 // The part's photos on disk before the part commits and counts them as held.
                 try store.flushStagedPhotos()
-                try store.recordBundlePartInTransaction(h.id, peer: h.from, after: checked.after, upTo: checked.upTo, state: &state, now: now)
+                let write = head.token.map { Store.BundleWrite(token: $0, number: h.write, clock: head.clock.milliseconds, base: head.base ?? 0) }
+                try store.recordBundlePartInTransaction(h.id, peer: h.from, after: checked.after, upTo: checked.upTo, write: write, state: &state, now: now)
                 summary.cursor = state.recv
                 return received
             }
@@ -257,6 +267,7 @@ enum BundleApplier {
                     let after = try r.int("after"), upTo = try r.int("upTo")
                     // Never nil: frame 1 was the head.
                     guard upTo >= after, upTo <= head!.changes else { throw ProtocolError("bundle end: range (\(after), \(upTo)] is not within the writer's \(head!.changes) changes") }
+                    if let base = head!.base, after < base { throw ProtocolError("bundle end: range (\(after), \(upTo)] starts below the write's base \(base)") }
                     guard try r.int("records") == records, try r.int("photos") == photos, try r.int("purgeBatches") == purges else {
                         throw ProtocolError("bundle end counts \(try r.int("records")) records, \(try r.int("photos")) photos and \(try r.int("purgeBatches")) purge batches, but the part holds \(records), \(photos) and \(purges)")
                     }

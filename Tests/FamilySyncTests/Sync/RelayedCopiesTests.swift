@@ -1,0 +1,58 @@
+@testable import FamilySync
+import Foundation
+import Testing
+
+/// A version the owner pulled back reaches it again from a device other than
+/// the one that brought it (docs/protocol.md §7.4 "Copies owed"): member B's
+/// edit travels to member A by file, A relays it to the owner, whose clock
+/// has gone back a month, so the owner pulls it back; the owner edits the
+/// record; then B sends its own version itself. The owner's edit, made after
+/// it saw that version, must win on every store, in a session or by files.
+@Suite struct RelayedCopiesTests {
+    static func household() throws -> (InProcessHousehold, relay: InProcessHousehold.Device, author: InProcessHousehold.Device) {
+        let h = try InProcessHousehold(members: 2, start: Timestamp(rfc3339: "2026-03-01T00:00:00.000Z")!)
+        let (a, b) = (h.members[0], h.members[1])
+        try h.edit(h.owner, [#"{"id":"r","type":"note","data":{"v":0}}"#])
+        try h.sync(a)
+        try h.sync(b)
+        h.owner.offset = .days(-30)
+        h.now = h.now.adding(.days(1))
+        try h.edit(b, [#"{"id":"r","type":"note","data":{"v":1}}"#])
+        for p in try h.writeBundle(from: b, to: a, maxBytes: nil) { _ = try h.applyBundle(p, at: a) }
+        try h.sync(a)
+        let copy = try #require(try InProcessHousehold.rows(h.owner.path)["r"])
+        let original = try #require(try InProcessHousehold.rows(b.path)["r"])
+        #expect(copy.line.contains(#""v":1"#) && copy.time < original.time, "the owner pulls the relayed version back: \(copy.line)")
+        h.now = h.now.adding(.hours(1))
+        try h.edit(h.owner, [#"{"id":"r","type":"note","data":{"v":2}}"#])
+        return (h, a, b)
+    }
+
+    static func expectOwnerEditEverywhere(_ h: InProcessHousehold) throws {
+        for d in h.all {
+            let r = try #require(try InProcessHousehold.rows(d.path)["r"])
+            #expect(r.line.contains(#""v":2"#), "the owner's edit, made after it saw v1, wins on \(d.path.suffix(9)): \(r.line)")
+            #expect(try InProcessHousehold.digest(d.path) == InProcessHousehold.digest(h.owner.path))
+        }
+    }
+
+    @Test func theAuthorSendingARelayedVersionItselfDoesNotBeatTheOwnersLaterEdit() throws {
+        let (h, a, b) = try Self.household()
+        for _ in 0..<2 {
+            try h.sync(b)
+            try h.sync(a)
+        }
+        try Self.expectOwnerEditEverywhere(h)
+    }
+
+    @Test func theSameByFiles() throws {
+        let (h, a, b) = try Self.household()
+        for _ in 0..<2 {
+            for m in [b, a] {
+                for p in try h.writeBundle(from: m, to: h.owner, maxBytes: nil) { _ = try h.applyBundle(p, at: h.owner) }
+                for p in try h.writeBundle(from: h.owner, to: m, maxBytes: nil) { _ = try h.applyBundle(p, at: m) }
+            }
+        }
+        try Self.expectOwnerEditEverywhere(h)
+    }
+}
