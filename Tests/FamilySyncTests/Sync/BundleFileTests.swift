@@ -121,4 +121,22 @@ import Testing
         #expect(state.recv == 30)
         #expect(try store.bundlePeer(peer).newest == again)
     }
+
+    /// The head's write names (revision 6): checked before anything is kept, each error naming its field.
+    @Test func aHeadsWriteNamesAreChecked() throws {
+        let token = String(repeating: "0f", count: 16)
+        func head(_ extra: String) throws -> BundleHead {
+            let text = #"{"protocol":3,"device":"AAAAAAAA-AAAA-4AAA-8AAA-AAAAAAAAAAAA","role":"member","clock":"2026-03-01T00:00:00.000Z","epoch":1,"ack":0,"applied":0,"changes":7,"wants":[]"# + extra + "}"
+            return try BundleHead(Frame(.hello, Array(text.utf8)))
+        }
+        #expect(try head("").token == nil)
+        let named = try head(#","token":"\#(token)","base":7,"ackToken":"\#(token)""#)
+        #expect(named.token == token && named.base == 7 && named.ackToken == token)
+        #expect(try head(#","ackToken":null"#).ackToken == nil)
+        for (extra, field) in [(#","token":"\#(token.uppercased())","base":0"#, "token"), (#","token":"\#(token)""#, "base"),
+                               (#","token":"\#(token)","base":8"#, "base"), (#","token":"\#(token)","base":-1"#, "base"),
+                               (#","ackToken":"abc""#, "ackToken")] {
+            #expect { _ = try head(extra) } throws: { ($0 as? ProtocolError)?.message.contains("field '\(field)'") == true }
+        }
+    }
 }
