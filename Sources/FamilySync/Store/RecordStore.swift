@@ -32,6 +32,8 @@ public struct ApplySummary: Sendable, Equatable {
     public struct OwedCopy: Equatable, Sendable {
         public var rid: Int64
         public var theirs: Int64
+        /// A copy this store made before, of a version sent again, that the row no longer holds; nil: the row's line.
+        public var line: [UInt8]? = nil
     }
     /// Tombstones that replaced a live version.
     public var deleted = 0
@@ -278,21 +280,19 @@ final class RecordApplier {
     private var deletePhotos: Statement { get throws { try statement(&deletePhotosStatement, "DELETE FROM record_photos WHERE record = ?") } }
     private var insertPhoto: Statement { get throws { try statement(&insertPhotoStatement, "INSERT OR IGNORE INTO record_photos (sha256, record) VALUES (?, ?)") } }
     private var selectHeld: Statement { get throws { try statement(&selectHeldStatement, "SELECT type, line FROM records WHERE id = ?") } }
-    private var selectReturnStatement: Statement?, owesPeer: Bool?
-    private var selectReturn: Statement { get throws { try statement(&selectReturnStatement, "SELECT line, theirs FROM bundle_returns WHERE peer = ? AND rid = ?") } }
-    /// The copy of a version of `keepOwnCopiesOf`'s that this store pulled back and still owes it for row `rid` (BundleLedger.swift).
-    private func owedCopy(_ rid: Int64) throws -> (line: [UInt8], theirs: Int64)? {
-        // They stand against the member's versions that come again, since they go back
-        // ahead of what replaced them, in a session and in a bundle alike.
-        guard let keep = keepOwnCopiesOf else { return nil }
-        let peer = String(decoding: keep, as: UTF8.self)
-        // Most members are owed nothing: one look, not one per record.
-        if owesPeer == nil { owesPeer = try db.scalarInt("SELECT 1 FROM bundle_returns WHERE peer = ? LIMIT 1", [.text(peer)]) != nil }
-        guard owesPeer == true else { return nil }
-        let s = try selectReturn
-        try s.bind([.text(peer), .int(rid)])
+    private var selectCopyStatement: Statement?, remembersCopies: Bool?
+    private var selectCopy: Statement { get throws { try statement(&selectCopyStatement, "SELECT line FROM owner_copies WHERE rid = ? AND theirs = ?") } }
+    /// The copy this store made of the version of row `rid` that came dated `theirs`, when it applies a
+    /// member's versions (BundleLedger.swift `owner_copies`).
+    private func rememberedCopy(_ rid: Int64, theirs: Int64) throws -> [UInt8]? {
+        guard keepOwnCopiesOf != nil else { return nil }
+        // Most stores remember none: one look, not one per record.
+        if remembersCopies == nil { remembersCopies = try db.scalarInt("SELECT 1 FROM owner_copies LIMIT 1") != nil }
+        guard remembersCopies == true else { return nil }
+        let s = try selectCopy
+        try s.bind([.int(rid), .int(theirs)])
         defer { s.reset() }
-        return try s.step() ? (Array(s.text(0).utf8), s.int64(1)) : nil
+        return try s.step() ? Array(s.text(0).utf8) : nil
     }
     let now: Timestamp
     /// Local edits are stamped by the family's clock (FamilyClock.swift).
@@ -559,12 +559,14 @@ final class RecordApplier {
                         d = LWW.Decision(takeRemote: false, rule: .ownerCopy)
                         summary.ownCopiesKept.append(rid)
                         summary.owed.append(.init(rid: rid, theirs: r.time))
-                    } else if d.takeRemote, let keep = keepOwnCopiesOf, incomingDevice.elementsEqual(keep), let copy = try owedCopy(rid),
-                              copy.theirs == r.time,
-                              RecordContent.same(held: copy.line, incoming: UnsafeRawBufferPointer(start: base + r.start, count: r.end - r.start)) {
-                        // The very version of the member's again (its time and content), of which this store made the
-                        // copy it still owes the member and has since replaced by a later edit: the edit stands.
+                    } else if d.takeRemote, let copy = try rememberedCopy(rid, theirs: r.time),
+                              RecordContent.same(held: copy, incoming: UnsafeRawBufferPointer(start: base + r.start, count: r.end - r.start)) {
+                        // The very version (its time and content) of which this store made a copy before, come
+                        // again from whichever device (its author, or one that relays it): it is that copy,
+                        // which the row holds or an edit made after it replaced. The row stands; the copy is
+                        // owed to the sender, which takes it, then the row (docs/protocol.md §7.4 "Copies owed").
                         d = LWW.Decision(takeRemote: false, rule: .ownerCopy)
+                        summary.owed.append(.init(rid: rid, theirs: r.time, line: copy))
                     }
                     return d
                 }
