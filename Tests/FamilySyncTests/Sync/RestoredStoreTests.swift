@@ -22,8 +22,7 @@ import Testing
         h.now = h.now.adding(.hours(1))
         try h.sync(m)
         #expect(try InProcessHousehold.rows(h.owner.path)["r"]?.line.contains(#""v":1"#) == true)
-        for suffix in ["", "-wal", "-shm"] { unlink(m.path + suffix) }
-        try FileManager.default.copyItem(atPath: copy, toPath: m.path)
+        try h.restore(m, from: copy)
         return (h, m)
     }
 
@@ -81,8 +80,7 @@ import Testing
         h.now = h.now.adding(.hours(1))
         try h.edit(m, (0..<3).map { #"{"id":"lost-\#($0)","type":"note"}"# })
         for p in try h.writeBundle(from: m, to: h.owner, maxBytes: nil) { _ = try h.applyBundle(p, at: h.owner) }
-        for suffix in ["", "-wal", "-shm"] { unlink(m.path + suffix) }
-        try FileManager.default.copyItem(atPath: copy, toPath: m.path)
+        try h.restore(m, from: copy)
         h.now = h.now.adding(.hours(1))
         for i in 0..<newChanges { try h.edit(m, [#"{"id":"new-\#(i)","type":"note"}"#]) }
         return (h, m)

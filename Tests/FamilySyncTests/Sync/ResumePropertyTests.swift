@@ -184,8 +184,7 @@ import Testing
             case 10, 11:
                 let d = race ?? (Bool.random(using: &rng) ? h.owner : m)
                 if let copy = backups[d.path] {
-                    for suffix in ["", "-wal", "-shm"] { unlink(d.path + suffix) }
-                    try FileManager.default.copyItem(atPath: copy, toPath: d.path)
+                    try h.restore(d, from: copy)
                     restored = true
                     log.append("restore \(d.isOwner ? "owner" : "member")")
                 }
