@@ -290,10 +290,8 @@ import Testing
         }
 
         // Bundles alone converge too: three rounds in which each current member and the owner
-        // exchange bundles, every part delivered (in any order), with no session at all. Not
-        // in the case docs/protocol.md §12b names, which a session repairs: of the first 2,000
-        // seeds, 1548, 1555 and 1855 reach it (1855 also the restored store's edit that
-        // docs/design.md §3.1 says the bound costs).
+        // exchange bundles, every part delivered (in any order), with no session at all (a
+        // writer put back from a copy included: docs/protocol.md §12b "Writes", seeds 1548, 1555).
         for _ in 0..<3 {
             for m in current() {
                 for (from, to) in [(h.owner, m), (m, h.owner)] where !revoked.contains(m.id) {
