@@ -175,6 +175,11 @@ final class InProcessHousehold {
                                       now: clock(from), verifier: verifier, warn: { _ in }).parts
     }
 
+    /// A bundle from `from` to `to`, every part applied there, in order.
+    func carry(from: Device, to: Device) throws {
+        for p in try writeBundle(from: from, to: to, maxBytes: nil) { _ = try applyBundle(p, at: to) }
+    }
+
     /// Applies one part at `d`, as `peer-sync unbundle` does.
     func applyBundle(_ path: String, at d: Device) throws -> BundleApplySummary {
         try Bundles.apply(store: try store(d), path: path, now: clock(d), verifier: verifier, emit: { _, _ in })

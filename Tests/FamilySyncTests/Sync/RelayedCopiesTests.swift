@@ -18,10 +18,10 @@ import Testing
         h.owner.offset = .days(-30)
         h.now = h.now.adding(.days(1))
         try h.edit(b, [#"{"id":"r","type":"note","data":{"v":1}}"#])
-        for p in try h.writeBundle(from: b, to: a, maxBytes: nil) { _ = try h.applyBundle(p, at: a) }
+        try h.carry(from: b, to: a)
         try h.sync(a)
-        let copy = try #require(try InProcessHousehold.rows(h.owner.path)["r"])
-        let original = try #require(try InProcessHousehold.rows(b.path)["r"])
+        let copy = try #require(try h.rows(h.owner)["r"])
+        let original = try #require(try h.rows(b)["r"])
         #expect(copy.line.contains(#""v":1"#) && copy.time < original.time, "the owner pulls the relayed version back: \(copy.line)")
         h.now = h.now.adding(.hours(1))
         try h.edit(h.owner, [#"{"id":"r","type":"note","data":{"v":2}}"#])
@@ -30,9 +30,9 @@ import Testing
 
     static func expectOwnerEditEverywhere(_ h: InProcessHousehold) throws {
         for d in h.all {
-            let r = try #require(try InProcessHousehold.rows(d.path)["r"])
+            let r = try #require(try h.rows(d)["r"])
             #expect(r.line.contains(#""v":2"#), "the owner's edit, made after it saw v1, wins on \(d.path.suffix(9)): \(r.line)")
-            #expect(try InProcessHousehold.digest(d.path) == InProcessHousehold.digest(h.owner.path))
+            #expect(try h.digest(d) == h.digest(h.owner))
         }
     }
 
@@ -49,8 +49,8 @@ import Testing
         let (h, a, b) = try Self.household()
         for _ in 0..<2 {
             for m in [b, a] {
-                for p in try h.writeBundle(from: m, to: h.owner, maxBytes: nil) { _ = try h.applyBundle(p, at: h.owner) }
-                for p in try h.writeBundle(from: h.owner, to: m, maxBytes: nil) { _ = try h.applyBundle(p, at: m) }
+                try h.carry(from: m, to: h.owner)
+                try h.carry(from: h.owner, to: m)
             }
         }
         try Self.expectOwnerEditEverywhere(h)

@@ -18,17 +18,17 @@ import Testing
         h.now = h.now.adding(.days(1))
         try h.edit(m, [#"{"id":"r","type":"note","data":{"v":1}}"#])
         let copy = h.dir + "/m-copy.db"
-        _ = try Store(path: m.path).backup(to: copy)
+        _ = try h.store(m).backup(to: copy)
         h.now = h.now.adding(.hours(1))
         try h.sync(m)
-        #expect(try InProcessHousehold.rows(h.owner.path)["r"]?.line.contains(#""v":1"#) == true)
+        #expect(try h.rows(h.owner)["r"]?.line.contains(#""v":1"#) == true)
         try h.restore(m, from: copy)
         return (h, m)
     }
 
     static func expectDeletedEverywhere(_ h: InProcessHousehold, _ why: String) throws {
         for d in h.all {
-            let r = try #require(try InProcessHousehold.rows(d.path)["r"])
+            let r = try #require(try h.rows(d)["r"])
             #expect(r.deleted, "\(why): the delete, made after the edit it replaces, wins on \(d.path.suffix(9)): \(r.line)")
         }
     }
@@ -41,12 +41,12 @@ import Testing
         h.now = h.now.adding(.hours(1))
         m.offset = .days(-100)
         try h.edit(m, [#"{"id":"r","deleted":true}"#])
-        for p in try h.writeBundle(from: m, to: h.owner, maxBytes: nil) { _ = try h.applyBundle(p, at: h.owner) }
-        for p in try h.writeBundle(from: h.owner, to: m, maxBytes: nil) { _ = try h.applyBundle(p, at: m) }
+        try h.carry(from: m, to: h.owner)
+        try h.carry(from: h.owner, to: m)
         try Self.expectDeletedEverywhere(h, "by files")
         try h.sync(m)
         try Self.expectDeletedEverywhere(h, "after a session")
-        #expect(try InProcessHousehold.digest(m.path) == InProcessHousehold.digest(h.owner.path))
+        #expect(try h.digest(m) == h.digest(h.owner))
     }
 
     /// The same in a session, the owner's clock set back a month since the edit went out: the
@@ -59,7 +59,7 @@ import Testing
         try h.sync(m)
         try h.sync(m)
         try Self.expectDeletedEverywhere(h, "in a session")
-        #expect(try InProcessHousehold.digest(m.path) == InProcessHousehold.digest(h.owner.path))
+        #expect(try h.digest(m) == h.digest(h.owner))
     }
 
     /// Bundles alone (docs/protocol.md §12b): a member writes a bundle the owner applies, then
@@ -69,36 +69,34 @@ import Testing
     static func writerPutBack(newChanges: Int) throws -> (InProcessHousehold, InProcessHousehold.Device) {
         let h = try InProcessHousehold(members: 1, start: Timestamp(rfc3339: "2026-03-01T00:00:00.000Z")!)
         let m = h.members[0]
-        func exchange() throws {
-            for p in try h.writeBundle(from: m, to: h.owner, maxBytes: nil) { _ = try h.applyBundle(p, at: h.owner) }
-            for p in try h.writeBundle(from: h.owner, to: m, maxBytes: nil) { _ = try h.applyBundle(p, at: m) }
-        }
         try h.edit(m, [#"{"id":"a","type":"note","data":{"v":0}}"#])
-        try exchange()
+        try h.carry(from: m, to: h.owner)
+        try h.carry(from: h.owner, to: m)
         let copy = h.dir + "/m-copy.db"
-        _ = try Store(path: m.path).backup(to: copy)
+        _ = try h.store(m).backup(to: copy)
         h.now = h.now.adding(.hours(1))
         try h.edit(m, (0..<3).map { #"{"id":"lost-\#($0)","type":"note"}"# })
-        for p in try h.writeBundle(from: m, to: h.owner, maxBytes: nil) { _ = try h.applyBundle(p, at: h.owner) }
+        try h.carry(from: m, to: h.owner)
         try h.restore(m, from: copy)
         h.now = h.now.adding(.hours(1))
         for i in 0..<newChanges { try h.edit(m, [#"{"id":"new-\#(i)","type":"note"}"#]) }
         return (h, m)
     }
 
-    static func expectNewRecordsAtOwner(_ h: InProcessHousehold, _ count: Int) throws {
-        let owner = try InProcessHousehold.rows(h.owner.path)
+    /// Two rounds of files, the owner's first, then what the owner must hold.
+    static func expectNewRecordsAtOwnerAfterTwoRounds(_ h: InProcessHousehold, _ m: InProcessHousehold.Device, _ count: Int) throws {
+        for _ in 0..<2 {
+            try h.carry(from: h.owner, to: m)
+            try h.carry(from: m, to: h.owner)
+        }
+        #expect(try h.digest(m) == h.digest(h.owner))
+        let owner = try h.rows(h.owner)
         for i in 0..<count { #expect(owner["new-\(i)"] != nil, "new-\(i), made after the store was put back, reaches the owner by files") }
     }
 
     @Test func aWriterPutBackFromACopyDoesNotSkipItsNewChanges() throws {
         let (h, m) = try Self.writerPutBack(newChanges: 3)
-        for _ in 0..<2 {
-            for p in try h.writeBundle(from: h.owner, to: m, maxBytes: nil) { _ = try h.applyBundle(p, at: m) }
-            for p in try h.writeBundle(from: m, to: h.owner, maxBytes: nil) { _ = try h.applyBundle(p, at: h.owner) }
-        }
-        try Self.expectNewRecordsAtOwner(h, 3)
-        #expect(try InProcessHousehold.digest(m.path) == InProcessHousehold.digest(h.owner.path))
+        try Self.expectNewRecordsAtOwnerAfterTwoRounds(h, m, 3)
     }
 
     /// More new changes than the lost ones, in small parts, the first part lost: what the
@@ -108,12 +106,7 @@ import Testing
         let parts = try h.writeBundle(from: m, to: h.owner, maxBytes: 300)
         #expect(parts.count > 2)
         for p in parts.dropFirst() { _ = try h.applyBundle(p, at: h.owner) }
-        for _ in 0..<2 {
-            for p in try h.writeBundle(from: h.owner, to: m, maxBytes: nil) { _ = try h.applyBundle(p, at: m) }
-            for p in try h.writeBundle(from: m, to: h.owner, maxBytes: nil) { _ = try h.applyBundle(p, at: h.owner) }
-        }
-        try Self.expectNewRecordsAtOwner(h, 5)
-        #expect(try InProcessHousehold.digest(m.path) == InProcessHousehold.digest(h.owner.path))
+        try Self.expectNewRecordsAtOwnerAfterTwoRounds(h, m, 5)
     }
 
     /// What the rule costs, and what still bounds it: a member whose clock jumped 200 days
@@ -134,7 +127,7 @@ import Testing
         try h.sync(fast)
         // The session's clock runs on from the test's by the milliseconds the session takes.
         let bound = h.clock(h.owner).adding(LWW.maxClockSkew).milliseconds + 1_000
-        let atOwner = try #require(try InProcessHousehold.rows(h.owner.path)["r"])
+        let atOwner = try #require(try h.rows(h.owner)["r"])
         #expect(atOwner.line.contains(#""v":2"#) && atOwner.time <= bound, "pulled back where it arrived: \(atOwner.line), bound \(Timestamp(milliseconds: bound).rfc3339)")
         h.now = h.now.adding(.hours(1))
         try h.edit(other, [#"{"id":"r","type":"note","data":{"v":3}}"#])
@@ -143,9 +136,9 @@ import Testing
             try h.sync(fast)
         }
         for d in h.all {
-            let r = try #require(try InProcessHousehold.rows(d.path)["r"])
+            let r = try #require(try h.rows(d)["r"])
             #expect(r.line.contains(#""v":3"#), "the edit made an hour later wins on \(d.path.suffix(9)): \(r.line)")
-            #expect(try InProcessHousehold.digest(d.path) == InProcessHousehold.digest(h.owner.path))
+            #expect(try h.digest(d) == h.digest(h.owner))
         }
     }
 }
