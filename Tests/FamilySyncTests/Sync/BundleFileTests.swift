@@ -139,4 +139,45 @@ import Testing
             #expect { _ = try head(extra) } throws: { ($0 as? ProtocolError)?.message.contains("field '\(field)'") == true }
         }
     }
+
+    /// Schema 10 in one step: a store of schema 9 keeps its bundle state, knows no write
+    /// names yet, and remembers as owner copies the copies it owed.
+    @Test func aSchema9StoreMigratesItsBundleLedger() throws {
+        let dir = TempFolder()
+        let p = dir.path + "/old.db"
+        let peer = "AAAAAAAA-AAAA-4AAA-8AAA-AAAAAAAAAAAA"
+        let copy = #"{"id":"r","type":"note","modifiedAt":"2026-03-01T00:00:00.000Z","deviceId":"\#(peer)","deleted":false}"#
+        do {
+            let db = try Database(path: p)
+            try db.execute("PRAGMA journal_mode = WAL")
+            for i in 0..<9 { try db.execute(Schema.migrations[i]) }
+            try db.run("INSERT INTO meta (key, value) VALUES ('device_id', ?), ('created_at', ?), ('change_seq', '0')",
+                       [.text("BBBBBBBB-BBBB-4BBB-8BBB-BBBBBBBBBBBB"), .text("2026-03-01T00:00:00.000Z")])
+            try db.run("INSERT INTO bundle_peers (peer, recv, sent, written, applied) VALUES (?, 7, 5, 3, 2)", [.text(peer)])
+            try db.run("INSERT INTO bundle_returns (peer, rid, line, seq, theirs) VALUES (?, 1, ?, 4, 1772409600123)", [.text(peer), .text(copy)])
+            try db.execute("PRAGMA application_id = \(Schema.applicationID); PRAGMA user_version = 9")
+            try db.close()
+        }
+        let s = try Store(path: p)
+        #expect(try s.db.scalarInt("PRAGMA user_version") == Int64(Schema.currentVersion))
+        let state = try s.bundlePeer(peer)
+        #expect(state.recv == 7 && state.sent == 5 && state.written == 3 && state.applied == 2 && state.newest == nil)
+        #expect(try s.db.scalarText("SELECT line FROM owner_copies WHERE rid = 1 AND theirs = 1772409600123") == copy)
+        try s.write { try s.rememberBundleWriteInTransaction(peer: peer, token: String(repeating: "a", count: 32), number: 4) }
+        #expect(try s.bundleWriteNumber(peer: peer, token: String(repeating: "a", count: 32)) == 4)
+    }
+
+    /// A writer remembers its newest writes to a reader, and forgets those before the one an acknowledgement names.
+    @Test func aWriterRemembersItsNewestWrites() throws {
+        let dir = TempFolder()
+        let s = try Store(path: dir.path + "/s.db")
+        let peer = "AAAAAAAA-AAAA-4AAA-8AAA-AAAAAAAAAAAA"
+        let tokens = try (1...70).map { _ in try RandomName.make() }
+        try s.write { for (i, t) in tokens.enumerated() { try s.rememberBundleWriteInTransaction(peer: peer, token: t, number: Int64(i + 1)) } }
+        let known = try tokens.map { try s.bundleWriteNumber(peer: peer, token: $0) }
+        #expect(known == (1...70).map { $0 > 70 - Store.rememberedBundleWrites ? Int64($0) : nil })
+        try s.write { try s.forgetBundleWritesInTransaction(peer: peer, before: 68) }
+        #expect(try tokens.compactMap { try s.bundleWriteNumber(peer: peer, token: $0) } == [68, 69, 70])
+        #expect(try s.bundleWriteNumber(peer: "CCCCCCCC-CCCC-4CCC-8CCC-CCCCCCCCCCCC", token: tokens[69]) == nil)
+    }
 }

@@ -147,7 +147,7 @@ enum BundleApplier {
                 if family.role == .owner { try store.queueReturnsInTransaction(peer: h.from, owed: owed) }
                 // The writer's word on how far of ours it holds.
                 if ackedWrite == 0 {
-                    warnings.append("\(h.from) acknowledges a bundle this store has no record of writing: it was restored from a copy since; the next bundle to \(h.from) carries everything")
+                    warnings.append("\(h.from) acknowledges a bundle this store has no record of writing (the store was restored from a copy or joined again since, or has written \(Store.rememberedBundleWrites) bundles to \(h.from) after that one); the next bundle to \(h.from) carries everything")
                     state.sent = 0
                     state.resendUntil = Int64.max
                 } else if head.ack > ownChanges {
