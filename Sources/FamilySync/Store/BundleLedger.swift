@@ -124,41 +124,31 @@ extension Store {
 
     /// Keeps the copies in `owed` as owed to `peer`, each with the time its version came at:
     /// versions this store pulled back, or kept its earlier copy of, whose copy the row holds
-    /// now (and which it remembers in `owner_copies`, for whoever sends that version again);
-    /// and copies it made before of a version `peer` sent again, which the row no longer holds.
+    /// now; and copies it made before of a version `peer` sent again, which the row may no
+    /// longer hold (CopiesMade.swift).
     func queueReturnsInTransaction(peer: String, owed: [ApplySummary.OwedCopy]) throws {
         guard !owed.isEmpty else { return }
         let fromRow = try db.prepare("INSERT OR REPLACE INTO bundle_returns (peer, rid, line, seq, theirs) SELECT ?, rid, line, seq, ? FROM records WHERE rid = ?")
-        let remember = try db.prepare("INSERT OR IGNORE INTO owner_copies (rid, theirs, line) SELECT rid, ?, line FROM records WHERE rid = ?")
         // A copy of the same version owed already stays as it is, acknowledged by the change it was owed from.
-        let remembered = try db.prepare("""
+        let made = try db.prepare("""
             INSERT INTO bundle_returns (peer, rid, line, seq, theirs) SELECT ?, rid, ?, seq, ? FROM records WHERE rid = ?
             ON CONFLICT (peer, rid) DO UPDATE SET line = excluded.line, seq = excluded.seq, theirs = excluded.theirs
                 WHERE bundle_returns.theirs IS NOT excluded.theirs
             """)
         for o in owed {
             if let line = o.line {
-                try remembered.bind(.text(peer), at: 1)
-                try line.withUnsafeBytes { try remembered.bindText($0, at: 2) }
-                try remembered.bind(.int(o.theirs), at: 3)
-                try remembered.bind(.int(o.rid), at: 4)
-                _ = try remembered.step()
-                remembered.reset()
+                try made.bind(.text(peer), at: 1)
+                try line.withUnsafeBytes { try made.bindText($0, at: 2) }
+                try made.bind(.int(o.theirs), at: 3)
+                try made.bind(.int(o.rid), at: 4)
+                _ = try made.step()
+                made.reset()
             } else {
                 try fromRow.bind([.text(peer), .int(o.theirs), .int(o.rid)])
                 _ = try fromRow.step()
                 fromRow.reset()
-                try remember.bind([.int(o.theirs), .int(o.rid)])
-                _ = try remember.step()
-                remember.reset()
             }
         }
-    }
-
-    /// Forgets the copies no version can need any more: of rows gone, or held now at a time later
-    /// than the version came with (which then loses to the row, whatever it is pulled back to).
-    func forgetOutgrownOwnerCopiesInTransaction() throws {
-        try db.run("DELETE FROM owner_copies WHERE NOT EXISTS (SELECT 1 FROM records r WHERE r.rid = owner_copies.rid AND r.modified_at <= owner_copies.theirs)")
     }
 
     /// The copies owed to `peer` that another edit replaced here before they went

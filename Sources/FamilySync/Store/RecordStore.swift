@@ -26,6 +26,9 @@ public struct ApplySummary: Sendable, Equatable {
     /// Rows whose copy the owner kept against its member's later-dated same edit:
     /// they go back to the member (docs/protocol.md §7.4).
     public var ownCopiesKept: [Int64] = []
+    /// Rows that beat the incoming version by the rule, when asked for (`reportsHeldOver`): the
+    /// sender, whose current version that was, does not hold them.
+    public var heldOver: [Int64] = []
     /// Rows holding this store's copy of an incoming version it pulled back to its bound, or
     /// kept its earlier-dated copy of: the row, and that version's time as it came (BundleLedger.swift).
     public var owed: [OwedCopy] = []
@@ -93,8 +96,10 @@ extension Store {
     /// `adoptOwnerCopiesOf`: a member's device ID, when the owner sends;
     /// `keepOwnCopiesOf`: the member's, when the owner receives (the copies it owes the member stand, BundleLedger.swift).
     func applyRemoteInTransaction(_ base: UnsafePointer<UInt8>, _ scans: [RecordScan], now: Timestamp, watching: ClosedRange<Int64>?,
-                                  bound: Int64, adoptOwnerCopiesOf: [UInt8]?, keepOwnCopiesOf: [UInt8]? = nil, from peer: String? = nil) throws -> ApplySummary {
+                                  bound: Int64, adoptOwnerCopiesOf: [UInt8]?, keepOwnCopiesOf: [UInt8]? = nil, from peer: String? = nil,
+                                  reportingHeldOver: Bool = false) throws -> ApplySummary {
         try applying(now: now, stamping: false, watching: watching) { applier in
+            applier.reportsHeldOver = reportingHeldOver
             applier.cameFrom = peer.map { Array($0.utf8) }
             applier.receiveBound = bound
             applier.pullBackStopsAtHeld = true
@@ -280,20 +285,36 @@ final class RecordApplier {
     private var deletePhotos: Statement { get throws { try statement(&deletePhotosStatement, "DELETE FROM record_photos WHERE record = ?") } }
     private var insertPhoto: Statement { get throws { try statement(&insertPhotoStatement, "INSERT OR IGNORE INTO record_photos (sha256, record) VALUES (?, ?)") } }
     private var selectHeld: Statement { get throws { try statement(&selectHeldStatement, "SELECT type, line FROM records WHERE id = ?") } }
-    private var selectCopyStatement: Statement?, remembersCopies: Bool?
-    private var selectCopy: Statement { get throws { try statement(&selectCopyStatement, "SELECT line FROM owner_copies WHERE rid = ? AND theirs = ?") } }
-    /// The copy this store made of the version of row `rid` that came dated `theirs`, when it applies a
-    /// member's versions (BundleLedger.swift `owner_copies`).
-    private func rememberedCopy(_ rid: Int64, theirs: Int64) throws -> [UInt8]? {
-        guard keepOwnCopiesOf != nil else { return nil }
-        // Most stores remember none: one look, not one per record.
-        if remembersCopies == nil { remembersCopies = try db.scalarInt("SELECT 1 FROM owner_copies LIMIT 1") != nil }
-        guard remembersCopies == true else { return nil }
+    private var selectCopyStatement: Statement?, selectLatestCopyStatement: Statement?, remembersCopies: Bool?
+    private var selectCopy: Statement { get throws { try statement(&selectCopyStatement, "SELECT line FROM copies_made WHERE rid = ? AND theirs = ?") } }
+    private var selectLatestCopy: Statement { get throws { try statement(&selectLatestCopyStatement, "SELECT max(theirs) FROM copies_made WHERE rid = ?") } }
+    /// Whether this store remembers any copy it made (CopiesMade.swift): most remember none,
+    /// so one look per batch, not one per record.
+    private func anyCopiesMade() throws -> Bool {
+        if remembersCopies == nil { remembersCopies = try db.scalarInt("SELECT 1 FROM copies_made LIMIT 1") != nil }
+        return remembersCopies == true
+    }
+    /// The copy this store made of the version of row `rid` that came dated `theirs`, when the
+    /// owner applies a member's versions.
+    private func copyMade(_ rid: Int64, theirs: Int64) throws -> [UInt8]? {
+        guard keepOwnCopiesOf != nil, try anyCopiesMade() else { return nil }
         let s = try selectCopy
         try s.bind([.int(rid), .int(theirs)])
         defer { s.reset() }
         return try s.step() ? Array(s.text(0).utf8) : nil
     }
+    /// The latest time a version of row `rid` that this store pulled back came with, when a member
+    /// stamps its own edit: the version lives on elsewhere as it came, and the edit must beat it.
+    private func latestCopyMade(_ rid: Int64) throws -> Int64? {
+        guard stampsAfterCopies, try anyCopiesMade() else { return nil }
+        let s = try selectLatestCopy
+        try s.bind([.int(rid)])
+        defer { s.reset() }
+        return try s.step() && !s.isNull(0) ? s.int64(0) : nil
+    }
+    /// A member stamping its own edits: each goes after the versions it pulled back (latestCopyMade).
+    /// Not the owner: its copy is the family's version, and the version sent again is judged as it.
+    private var stampsAfterCopies = false
     let now: Timestamp
     /// Local edits are stamped by the family's clock (FamilyClock.swift).
     let stampTime: Int64
@@ -323,6 +344,8 @@ final class RecordApplier {
     /// The member's device ID, when the owner applies that member's versions:
     /// the owner's copy of one of them stands against the same edit later-dated.
     var keepOwnCopiesOf: [UInt8]?
+    /// Whether the rows that beat an incoming version are listed (`ApplySummary.heldOver`).
+    var reportsHeldOver = false
     /// What this store purged (PurgeRecords.swift): versions of ids not held
     /// that a purge covers are not taken. Loaded on first need.
     private var evidence: PurgeEvidence?
@@ -348,7 +371,7 @@ final class RecordApplier {
     init(store: Store, now: Timestamp, stamping: Bool) throws {
         self.store = store
         db = store.db
-        select = try db.prepare("SELECT rid, modified_at, device_id, deleted, photo_count, seq, line FROM records WHERE id = ?")
+        select = try db.prepare("SELECT rid, modified_at, device_id, deleted, photo_count, seq, line, prev_at FROM records WHERE id = ?")
         insert = try db.prepare("""
             INSERT INTO records (id, type, modified_at, device_id, deleted, line, seq, photo_count, prev_at, came_from, came_seq)
             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
@@ -363,11 +386,13 @@ final class RecordApplier {
         stampTime = stamping ? try store.familyTime(at: now).milliseconds : now.milliseconds
         receiveBound = LWW.bound(clock: now)
         me = stamping ? Array(try store.deviceID.utf8) : nil
+        stampsAfterCopies = try stamping && store.family()?.role == .member
         seq = try store.currentChangeSeq
         digest = try store.storedRecordDigest()
     }
 
     func finish() throws {
+        try store.rememberCopiesInTransaction(summary.owed)
         try store.setMeta("change_seq", String(seq))
         try store.setStoredRecordDigest(digest)
         try store.markHeldSince(now: now)
@@ -452,6 +477,7 @@ final class RecordApplier {
             var found = false, heldDeleted = false
             var inserted = false
             var prevAt: Int64? = nil
+            var releaseHeld = false
             prepareLine(base, r, time: time)
             if !onHeldRow {
                 // 0. Purged here: a version of an id this store no longer holds that a purge covers.
@@ -507,9 +533,18 @@ final class RecordApplier {
                 heldDeleted = sqlite3_column_int64(select.stmt, 3) != 0
                 let heldPhotos = sqlite3_column_int64(select.stmt, 4)
                 let heldSeq = sqlite3_column_int64(select.stmt, 5)
-                if me != nil && heldTime >= time {
-                    time = heldTime + 1  // an edit supersedes the version it edits
-                    prepareLine(base, r, time: time)
+                if me != nil {
+                    // An edit supersedes the version it edits, and goes no lower than just after it when it
+                    // leaves (its floor): even an edit of ours that has not left this store, since a store put
+                    // back from a copy cannot know which of those left it after the copy was made. On a
+                    // member, also after every version of the record it pulled back, as that version came
+                    // and may be elsewhere (docs/design.md §3.1).
+                    let floor = max(heldTime, try latestCopyMade(rid) ?? Int64.min)
+                    if floor >= time {
+                        time = floor + 1
+                        prepareLine(base, r, time: time)
+                    }
+                    prevAt = floor
                 } else if clamped, r.time == heldTime, heldIsIncoming(base, r) {
                     // The very version held, come again (relayed, or resent after a restore):
                     // nothing to pull back, and nothing changes. Pulling it back again would
@@ -525,10 +560,6 @@ final class RecordApplier {
                         prepareLine(base, r, time: time)
                     }
                 }
-                // An edit's floor is the version it replaced, even an edit of ours that has not left
-                // this store: a store put back from a copy cannot know which of those left it since
-                // the copy was made, and one that did must lose to this edit (docs/design.md §3.1).
-                if me != nil { prevAt = heldTime }
                 decision = try withSpan(base, r.deviceID, deviceDecoded) { dp, dn in
                     let hp = sqlite3_column_text(select.stmt, 2)
                     let hn = Int(sqlite3_column_bytes(select.stmt, 2))
@@ -559,7 +590,7 @@ final class RecordApplier {
                         d = LWW.Decision(takeRemote: false, rule: .ownerCopy)
                         summary.ownCopiesKept.append(rid)
                         summary.owed.append(.init(rid: rid, theirs: r.time))
-                    } else if d.takeRemote, let copy = try rememberedCopy(rid, theirs: r.time),
+                    } else if d.takeRemote, let copy = try copyMade(rid, theirs: r.time),
                               RecordContent.same(held: copy, incoming: UnsafeRawBufferPointer(start: base + r.start, count: r.end - r.start)) {
                         // The very version (its time and content) of which this store made a copy before, come
                         // again from whichever device (its author, or one that relays it): it is that copy,
@@ -569,6 +600,12 @@ final class RecordApplier {
                         summary.owed.append(.init(rid: rid, theirs: r.time, line: copy))
                     }
                     return d
+                }
+                // The very bytes of an edit of ours not sent yet, come from a peer: the edit left this store
+                // after all (this store was put back from a copy taken before it went). It goes out as it
+                // is from now on: pulled back now, it would be a second copy of a version others hold.
+                if me == nil, decision.rule == .sameVersion, sqlite3_column_type(select.stmt, 7) != SQLITE_NULL, heldIsIncoming(base, r) {
+                    releaseHeld = true
                 }
                 if decision.takeRemote, let lp = sqlite3_column_blob(select.stmt, 6) {
                     // The held version leaves the digest (the incoming one joins it in writeRow).
@@ -598,6 +635,8 @@ final class RecordApplier {
             }
             guard decision.takeRemote else {
                 if decision.rule == .sameVersion { summary.unchanged += 1 } else { summary.keptLocal += 1 }
+                if reportsHeldOver, decision.rule != .sameVersion, decision.rule != .ownerCopy { summary.heldOver.append(rid) }
+                if releaseHeld { try db.run("UPDATE records SET prev_at = NULL WHERE rid = ?", [.int(rid)]) }
                 if decision.rule == .ownerCopy {
                     // A new change number, so the copy kept goes back to the member whatever this session still sends.
                     seq += 1

@@ -231,19 +231,18 @@ enum Schema {
         // `bundle_peers`, the newest write applied from the peer: its token, number,
         // clock, and `in_base`, the change number its range starts after; ranges of other
         // writes do not count above it.
-        // `owner_copies` (the owner's, docs/protocol.md §7.4): each version of a member's
-        // this store pulled back, or kept its earlier copy of, by the time it came with
-        // (`theirs`), with the copy's line, for as long as that version could still beat
-        // the row: the very version coming again, from any device, is judged as the copy.
-        // Those the copies owed already name are its first entries.
+        // `copies_made` (CopiesMade.swift, docs/design.md §3.1): each version of another
+        // device's this store pulled back, or kept its earlier copy of, by the time it
+        // came with (`theirs`), with the copy's line, for as long as that version could
+        // still beat the row. The copies an owner owed already are its first entries.
         """
-        CREATE TABLE IF NOT EXISTS owner_copies (
+        CREATE TABLE IF NOT EXISTS copies_made (
             rid INTEGER NOT NULL,
             theirs INTEGER NOT NULL,
             line TEXT NOT NULL,
             PRIMARY KEY (rid, theirs)
         ) WITHOUT ROWID;
-        INSERT OR IGNORE INTO owner_copies (rid, theirs, line) SELECT rid, theirs, line FROM bundle_returns;
+        INSERT OR IGNORE INTO copies_made (rid, theirs, line) SELECT rid, theirs, line FROM bundle_returns;
         CREATE TABLE IF NOT EXISTS bundle_writes (
             peer TEXT NOT NULL,
             token TEXT NOT NULL,

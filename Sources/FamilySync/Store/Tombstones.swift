@@ -279,14 +279,14 @@ extension Store {
         }
 
         // 3. Expired pairing offers (used, closed or not: past their expiry none can be redeemed),
-        // and the owner's copies that no version can need any more (BundleLedger.swift).
+        // and the copies of versions this store made that none can need any more (CopiesMade.swift).
         if dryRun {
             report.offersCleared = Int(try db.scalarInt("SELECT count(*) FROM offers WHERE expires_at <= ?", [.int(now.milliseconds)]) ?? 0)
         } else {
             report.offersCleared = try timedWrite {
                 try db.run("DELETE FROM offers WHERE expires_at <= ?", [.int(now.milliseconds)])
                 let cleared = db.changes
-                try forgetOutgrownOwnerCopiesInTransaction()
+                try forgetOutgrownCopiesInTransaction()
                 return cleared
             }.0
             if report.offersCleared > 0 { log?("cleared \(report.offersCleared) expired pairing offers") }

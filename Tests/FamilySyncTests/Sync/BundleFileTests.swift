@@ -162,7 +162,7 @@ import Testing
         #expect(try s.db.scalarInt("PRAGMA user_version") == Int64(Schema.currentVersion))
         let state = try s.bundlePeer(peer)
         #expect(state.recv == 7 && state.sent == 5 && state.written == 3 && state.applied == 2 && state.newest == nil)
-        #expect(try s.db.scalarText("SELECT line FROM owner_copies WHERE rid = 1 AND theirs = 1772409600123") == copy)
+        #expect(try s.db.scalarText("SELECT line FROM copies_made WHERE rid = 1 AND theirs = 1772409600123") == copy)
         try s.write { try s.rememberBundleWriteInTransaction(peer: peer, token: String(repeating: "a", count: 32), number: 4) }
         #expect(try s.bundleWriteNumber(peer: peer, token: String(repeating: "a", count: 32)) == 4)
     }

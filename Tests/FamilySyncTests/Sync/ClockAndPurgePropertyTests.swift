@@ -94,7 +94,12 @@ import Testing
         h.options.recordBatchCount = [1, 2, 3, 1_000][Int.random(in: 0..<4, using: &batchRng)]
         let ids = (0..<6).map { "p-\($0)" }
         var log: [String] = []
-        func fail(_ what: String) -> String { "seed \(seed): \(what); last steps: \(log.suffix(14).joined(separator: " | "))" }
+        // Replaying one seed shows every step and which device is which; a run of many, the last steps.
+        let replay = environment["FAMILY_SYNC_SEED"] != nil
+        func fail(_ what: String) -> String {
+            let devices = h.all.map { "\($0.path.suffix(9)) = \($0.id)" }.joined(separator: ", ")
+            return "seed \(seed): \(what); \(replay ? "steps" : "last steps"): \(log.suffix(replay ? log.count : 14).joined(separator: " | ")); devices: \(devices)"
+        }
         var backups: [String: (copy: String, step: Int)] = [:]
         var revoked: Set<String> = []
         // The versions (time/device) edits superseded: none may end up the winner. An

@@ -55,4 +55,34 @@ import Testing
         }
         try Self.expectOwnerEditEverywhere(h)
     }
+
+    /// A member pulls back a version it takes from another member (its reading of the family's
+    /// clock is a month behind: its clock went back after its last session), then edits the
+    /// record: its edit, made after it saw that version, must beat the version everywhere,
+    /// though the version reaches the owner from its author as it was made.
+    @Test func aMembersEditOfAVersionItPulledBackBeatsThatVersion() throws {
+        let h = try InProcessHousehold(members: 2, start: Timestamp(rfc3339: "2026-03-01T00:00:00.000Z")!)
+        let (author, slow) = (h.members[0], h.members[1])
+        try h.edit(h.owner, [#"{"id":"r","type":"note","data":{"v":0}}"#])
+        try h.sync(author)
+        try h.sync(slow)
+        slow.offset = .days(-30)
+        h.now = h.now.adding(.days(1))
+        try h.edit(author, [#"{"id":"r","type":"note","data":{"v":1}}"#])
+        try h.carry(from: author, to: slow)
+        let pulled = try #require(try h.rows(slow)["r"])
+        let original = try #require(try h.rows(author)["r"])
+        #expect(pulled.line.contains(#""v":1"#) && pulled.time < original.time, "the slow member pulls it back: \(pulled.line)")
+        h.now = h.now.adding(.hours(1))
+        try h.edit(slow, [#"{"id":"r","type":"note","data":{"v":2}}"#])
+        for _ in 0..<2 {
+            try h.sync(slow)
+            try h.sync(author)
+        }
+        for d in h.all {
+            let r = try #require(try h.rows(d)["r"])
+            #expect(r.line.contains(#""v":2"#), "the slow member's edit, made after it saw v1, wins on \(d.path.suffix(9)): \(r.line)")
+            #expect(try h.digest(d) == h.digest(h.owner))
+        }
+    }
 }

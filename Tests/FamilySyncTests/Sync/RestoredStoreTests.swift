@@ -62,6 +62,20 @@ import Testing
         #expect(try h.digest(m) == h.digest(h.owner))
     }
 
+    /// The restored member's own edit that went out after the copy comes back to it, byte for
+    /// byte, in the owner's file: it has left the store after all, and goes on as it is. Pulled
+    /// back now to a clock 100 days behind, it would be a second copy the owner never takes,
+    /// and files alone would never bring the two together (seed 2557).
+    @Test func anUnsentEditAPeerSendsBackIsSentAsItIs() throws {
+        let (h, m) = try Self.restoredMember()
+        m.offset = .days(-100)
+        try h.carry(from: h.owner, to: m)
+        try h.carry(from: m, to: h.owner)
+        try h.carry(from: h.owner, to: m)
+        #expect(try h.digest(m) == h.digest(h.owner))
+        #expect(try h.rows(m)["r"]?.line.contains(#""v":1"#) == true)
+    }
+
     /// Bundles alone (docs/protocol.md §12b): a member writes a bundle the owner applies, then
     /// its store is put back from a copy taken before, and it makes as many new changes as the
     /// owner holds of the lost ones, reusing their change numbers. The owner's acknowledgement

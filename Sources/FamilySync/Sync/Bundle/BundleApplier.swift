@@ -106,12 +106,16 @@ enum BundleApplier {
                                 let scans = try IncomingRecords.scan(base, count: buf.count, recordsBefore: summary.recordsReceived)
                                 summary.recordsReceived += Int64(scans.count)
                                 return try store.applyRemoteInTransaction(base, scans, now: now, watching: nil, bound: bound,
-                                                                          adoptOwnerCopiesOf: adopt, keepOwnCopiesOf: keep, from: h.from)
+                                                                          adoptOwnerCopiesOf: adopt, keepOwnCopiesOf: keep, from: h.from,
+                                                                          reportingHeldOver: true)
                             }
                             summary.recordsApplied += Int64(s.applied)
                             summary.recordsPurged += Int64(s.purged)
                             summary.recordsClampedIn += Int64(s.clamped)
                             kept += s.ownCopiesKept
+                            // The writer's own version of these lost here: it does not hold ours, which may
+                            // be behind its acknowledgement (it rejected ours before it pulled its own back).
+                            kept += s.heldOver
                             owed += s.owed
                         case .photoData:
                             let p = f.payload
@@ -140,7 +144,7 @@ enum BundleApplier {
                         }
                     }
                 }
-                // Copies kept here in place of the writer's go back to it in the next bundle.
+                // Copies kept here in place of the writer's, and rows that beat what it sent, go back to it in the next bundle.
                 _ = try store.resendRowsInTransaction(kept)
                 // The owner's copies of its member's versions are owed to it until it acknowledges them, even
                 // when an edit here replaces one first: the member takes the copy, and then what replaced it.
