@@ -303,6 +303,17 @@ final class RecordApplier {
         defer { s.reset() }
         return try s.step() ? Array(s.text(0).utf8) : nil
     }
+    private var selectCopyLineStatement: Statement?
+    private var selectCopyLine: Statement { get throws { try statement(&selectCopyLineStatement, "SELECT 1 FROM copies_made WHERE rid = ? AND line = ?") } }
+    /// Whether the row `select` is on (row `rid`) holds a copy this store made of another device's version.
+    private func heldIsCopyMade(_ rid: Int64) throws -> Bool {
+        guard try anyCopiesMade(), let lp = sqlite3_column_blob(select.stmt, 6) else { return false }
+        let s = try selectCopyLine
+        try s.bind(.int(rid), at: 1)
+        try s.bindText(UnsafeRawBufferPointer(start: lp, count: Int(sqlite3_column_bytes(select.stmt, 6))), at: 2)
+        defer { s.reset() }
+        return try s.step()
+    }
     /// The latest time a version of row `rid` that this store pulled back came with, when a member
     /// stamps its own edit: the version lives on elsewhere as it came, and the edit must beat it.
     private func latestCopyMade(_ rid: Int64) throws -> Int64? {
@@ -576,17 +587,21 @@ final class RecordApplier {
                         return RecordContent.same(held: Array(UnsafeRawBufferPointer(start: lp, count: Int(sqlite3_column_bytes(select.stmt, 6)))),
                                                   incoming: UnsafeRawBufferPointer(start: base + r.start, count: r.end - r.start))
                     }
-                    if !d.takeRemote, time < heldTime, adoptOwnerCopiesOf != nil,
+                    // Never in place of an edit of ours not sent yet: the owner cannot hold a copy of a version that
+                    // never left this store, so an earlier one of ours with the same content (two deletes look
+                    // alike) is an older version, not a copy (seed 6540).
+                    if !d.takeRemote, time < heldTime, adoptOwnerCopiesOf != nil, sqlite3_column_type(select.stmt, 7) == SQLITE_NULL,
                        heldDevice.elementsEqual(incomingDevice), sameEdit() {
                         d = LWW.Decision(takeRemote: true, rule: .ownerCopy)
                     } else if d.takeRemote, time > heldTime, heldDevice.elementsEqual(incomingDevice),
                               (keepOwnCopiesOf.map { heldDevice.elementsEqual($0) } ?? false) || clamped,
-                              sameEdit() {
+                              sameEdit(), try heldIsCopyMade(rid) {
                         // The member's own edit sent again later-dated, or any version this store had
                         // to pull back of which it holds the same edit earlier-dated (a relay of one
                         // this store pulled back before, its clock behind since it was restored): taking
                         // it would only make a second copy of one edit, and the next relay a third.
-                        // The copy held stands and goes back to the sender.
+                        // The copy held stands and goes back to the sender. Only a copy this store made:
+                        // two edits alike (two deletes look alike) are two versions, the later one new.
                         d = LWW.Decision(takeRemote: false, rule: .ownerCopy)
                         summary.ownCopiesKept.append(rid)
                         summary.owed.append(.init(rid: rid, theirs: r.time))
