@@ -99,7 +99,7 @@ import Testing
     /// version out when the owner's file brings it; then the member's clock has gone back 30 days
     /// since it last heard the family's, and its file pulls its edit back below the owner's, which
     /// wins there. The owner's version goes back to the member, whose acknowledgement covers it
-    /// (seeds 3435, 4409): files alone agree again.
+    /// (seeds 3435, 4409, 9893): files alone agree again.
     @Test func aVersionThatBeatsWhatTheWriterSentGoesBackToIt() throws {
         let h = try InProcessHousehold(members: 1, start: Timestamp(rfc3339: "2026-03-01T00:00:00.000Z")!)
         let m = h.members[0]
