@@ -34,8 +34,8 @@ extension Store {
 
     func bundlePeer(_ peer: String) throws -> BundlePeerState {
         let s = try db.prepare("""
-            SELECT recv, sent, written, applied, resend, wants, applied_clock, in_token, in_write, in_clock, in_base
-            FROM bundle_peers WHERE peer = ?
+            SELECT p.recv, p.sent, p.written, p.applied, p.resend, p.wants, p.applied_clock, n.token, n.write, n.clock, n.base
+            FROM bundle_peers p LEFT JOIN bundle_newest n ON n.peer = p.peer WHERE p.peer = ?
             """)
         try s.bind([.text(peer)])
         defer { s.reset() }
@@ -48,14 +48,17 @@ extension Store {
 
     func setBundlePeerInTransaction(_ peer: String, _ p: BundlePeerState) throws {
         try db.run("""
-            INSERT INTO bundle_peers (peer, recv, sent, written, applied, applied_clock, resend, wants, in_token, in_write, in_clock, in_base)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            INSERT INTO bundle_peers (peer, recv, sent, written, applied, applied_clock, resend, wants) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
             ON CONFLICT(peer) DO UPDATE SET recv = excluded.recv, sent = excluded.sent, written = excluded.written,
-                applied = excluded.applied, applied_clock = excluded.applied_clock, resend = excluded.resend, wants = excluded.wants,
-                in_token = excluded.in_token, in_write = excluded.in_write, in_clock = excluded.in_clock, in_base = excluded.in_base
+                applied = excluded.applied, applied_clock = excluded.applied_clock, resend = excluded.resend, wants = excluded.wants
             """, [.text(peer), .int(p.recv), .int(p.sent), .int(p.written), .int(p.applied), .int(p.appliedClock), .int(p.resendUntil),
-                  .text(p.wants.joined(separator: " ")), p.newest.map { .text($0.token) } ?? .null,
-                  .int(p.newest?.number ?? 0), .int(p.newest?.clock ?? 0), .int(p.newest?.base ?? 0)])
+                  .text(p.wants.joined(separator: " "))])
+        if let n = p.newest {
+            try db.run("INSERT OR REPLACE INTO bundle_newest (peer, token, write, clock, base) VALUES (?, ?, ?, ?, ?)",
+                       [.text(peer), .text(n.token), .int(n.number), .int(n.clock), .int(n.base)])
+        } else {
+            try db.run("DELETE FROM bundle_newest WHERE peer = ?", [.text(peer)])
+        }
     }
 
     /// How many of its writes to one peer a store remembers: a reader's echo of an older one
@@ -205,7 +208,8 @@ extension Store {
     func resetBundleCursorsInTransaction() throws {
         try db.run("DELETE FROM bundle_ranges")
         try db.run("DELETE FROM bundle_writes")
-        try db.run("UPDATE bundle_peers SET recv = 0, sent = 0, resend = 9223372036854775807, in_token = NULL, in_write = 0, in_clock = 0, in_base = 0")
+        try db.run("DELETE FROM bundle_newest")
+        try db.run("UPDATE bundle_peers SET recv = 0, sent = 0, resend = 9223372036854775807")
     }
 
     /// Gives `rids` new change numbers, so the next export to a peer carries

@@ -227,9 +227,9 @@ enum Schema {
         // Version 10: bundles name their writes (docs/protocol.md §12b, BundleLedger.swift).
         // `bundle_writes`: the writes this store made to `peer`, each named by a random
         // token its reader echoes; an echo naming none of them means the reader counted
-        // another history of this store's (it was put back from a copy since). In
-        // `bundle_peers`, the newest write applied from the peer: its token, number,
-        // clock, and `in_base`, the change number its range starts after; ranges of other
+        // another history of this store's (it was put back from a copy since).
+        // `bundle_newest`: per peer, the newest write applied from it: its token, number,
+        // clock, and `base`, the change number its range starts after; ranges of other
         // writes do not count above it.
         // `copies_made` (CopiesMade.swift, docs/design.md §3.1): each version of another
         // device's this store pulled back, or kept its earlier copy of, by the time it
@@ -249,10 +249,13 @@ enum Schema {
             write INTEGER NOT NULL,
             PRIMARY KEY (peer, token)
         ) WITHOUT ROWID;
-        ALTER TABLE bundle_peers ADD COLUMN in_token TEXT;
-        ALTER TABLE bundle_peers ADD COLUMN in_write INTEGER NOT NULL DEFAULT 0;
-        ALTER TABLE bundle_peers ADD COLUMN in_clock INTEGER NOT NULL DEFAULT 0;
-        ALTER TABLE bundle_peers ADD COLUMN in_base INTEGER NOT NULL DEFAULT 0;
+        CREATE TABLE IF NOT EXISTS bundle_newest (
+            peer TEXT PRIMARY KEY,
+            token TEXT NOT NULL,
+            write INTEGER NOT NULL,
+            clock INTEGER NOT NULL,
+            base INTEGER NOT NULL
+        ) WITHOUT ROWID;
         """,
     ]
 

@@ -271,7 +271,7 @@ enum BundleApplier {
                     let after = try r.int("after"), upTo = try r.int("upTo")
                     // Never nil: frame 1 was the head.
                     guard upTo >= after, upTo <= head!.changes else { throw ProtocolError("bundle end: range (\(after), \(upTo)] is not within the writer's \(head!.changes) changes") }
-                    if let base = head!.base, after < base { throw ProtocolError("bundle end: range (\(after), \(upTo)] starts below the write's base \(base)") }
+                    if let base = head?.base, after < base { throw ProtocolError("bundle end: range (\(after), \(upTo)] starts below the write's base \(base)") }
                     guard try r.int("records") == records, try r.int("photos") == photos, try r.int("purgeBatches") == purges else {
                         throw ProtocolError("bundle end counts \(try r.int("records")) records, \(try r.int("photos")) photos and \(try r.int("purgeBatches")) purge batches, but the part holds \(records), \(photos) and \(purges)")
                     }
