@@ -197,6 +197,38 @@ import FamilySync
         #expect(InClear.sharedRun(Array(bytes[m..<(m + 540)]), Array(again[m..<(m + 540)])) == nil)
     }
 
+    /// A member's store put back from its backup (`merge-records --backup`) after a file of its
+    /// records reached the owner, then as many new records as that file carried: their change
+    /// numbers are the lost ones', which the owner acknowledges. The member's next file carries
+    /// everything, so the new records reach the owner by files alone (docs/protocol.md §12b "Writes").
+    @Test func aMemberPutBackFromItsBackupSendsItsNewRecordsByFilesAlone() throws {
+        let f = try Family()
+        func carry(_ from: String, _ to: String, _ name: String) throws -> (out: ToolResult, in: ToolResult) {
+            let out = try f.bundle(from, to: to, name)
+            #expect(out.status == 0, "\(out.err)")
+            let applied = try f.unbundle(to, [name])
+            #expect(applied.status == 0, "\(applied.err)")
+            return (out, applied)
+        }
+        try Household.addRecords(f.kid, prefix: "before", count: 2)
+        _ = try carry(f.kid, f.owner, "k1")
+        _ = try carry(f.owner, f.kid, "o1")
+        let copy = f.dir.file("kid-backup.db")
+        let bk = try Tools.run("merge-records", ["--db", f.kid, "--backup", copy])
+        #expect(bk.status == 0, "\(bk.err)")
+        try Household.addRecords(f.kid, prefix: "lost", count: 3)
+        _ = try carry(f.kid, f.owner, "k2")
+        try Household.restore(f.kid, from: copy)
+        try Household.addRecords(f.kid, prefix: "new", count: 3)
+        let back = try carry(f.owner, f.kid, "o2")
+        #expect(back.in.err.contains("acknowledges a bundle this store has no record of writing"), "the kid says why it sends everything: \(back.in.err)")
+        let again = try carry(f.kid, f.owner, "k3")
+        #expect(again.out.json?.at("full")?.boolValue == true, "\(again.out.out)")
+        for i in 0..<3 { #expect(try Star.has(f.owner, "new-\(i)"), "new-\(i) reached the owner by files") }
+        _ = try carry(f.owner, f.kid, "o3")
+        #expect(try Household.digest(f.owner) == Household.digest(f.kid))
+    }
+
     /// The README's USB-stick block, as written, in a folder with the three stores.
     @Test func theReadmesUSBStickBlockRunsAsWritten() throws {
         let block = try AwayFromHomeTests.readmeBlock("away-usb")

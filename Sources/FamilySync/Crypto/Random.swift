@@ -40,3 +40,14 @@ public func randomUUID() throws -> String {
     b[8] = (b[8] & 0x3F) | 0x80
     return DeviceIDBytes.decode(b[...])
 }
+
+/// A random name a peer only compares: 16 random bytes as 32 lower-case hex
+/// digits (a resume chain, docs/protocol.md §7.4b; a bundle write, §12b).
+enum RandomName {
+    static func make() throws -> String { Hex.encode(try secureRandomBytes(16)) }
+
+    /// Whether `s` has the form (what a peer sends is checked before it is kept).
+    static func isValid(_ s: String) -> Bool {
+        Hex.isLowercase(s.utf8, digits: 32)
+    }
+}

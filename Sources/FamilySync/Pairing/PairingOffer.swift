@@ -95,10 +95,13 @@ public struct PairingOffer: Sendable, Equatable {
     }
 
     static func isUUID(_ s: String) -> Bool {
-        let u = Array(s.utf8)
-        guard u.count == 36 else { return false }
-        for (i, c) in u.enumerated() {
-            if [8, 13, 18, 23].contains(i) { if c != 0x2D { return false } } else if !((c >= 0x30 && c <= 0x39) || (c >= 0x41 && c <= 0x46)) { return false }
+        // Every FAMILY names a device per roster entry: checked byte by byte, with nothing allocated.
+        guard s.utf8.count == 36 else { return false }
+        var i = 0
+        for c in s.utf8 {
+            let dash = i == 8 || i == 13 || i == 18 || i == 23
+            guard dash ? c == 0x2D : (c >= 0x30 && c <= 0x39) || (c >= 0x41 && c <= 0x46) else { return false }
+            i += 1
         }
         return true
     }

@@ -19,16 +19,31 @@ extension Store {
         var resendUntil: Int64 = 0
         /// Photos the peer said it wants (hashes).
         var wants: [String] = []
+        /// The newest write applied from the peer (schema 11): `recv` counts only its ranges above its base.
+        var newest: BundleWrite?
+    }
+
+    /// One write of a bundle as its reader knows it (docs/protocol.md §12b): the writer's
+    /// token for it, its number and clock, and the change number its range starts after.
+    struct BundleWrite: Equatable {
+        var token: String
+        var number: Int64
+        var clock: Int64
+        var base: Int64
     }
 
     func bundlePeer(_ peer: String) throws -> BundlePeerState {
-        let s = try db.prepare("SELECT recv, sent, written, applied, resend, wants, applied_clock FROM bundle_peers WHERE peer = ?")
+        let s = try db.prepare("""
+            SELECT p.recv, p.sent, p.written, p.applied, p.resend, p.wants, p.applied_clock, n.token, n.write, n.clock, n.base
+            FROM bundle_peers p LEFT JOIN bundle_newest n ON n.peer = p.peer WHERE p.peer = ?
+            """)
         try s.bind([.text(peer)])
         defer { s.reset() }
         guard try s.step() else { return BundlePeerState() }
         let wants = s.text(5)
         return BundlePeerState(recv: s.int64(0), sent: s.int64(1), written: s.int64(2), applied: s.int64(3), appliedClock: s.int64(6), resendUntil: s.int64(4),
-                               wants: wants.isEmpty ? [] : wants.split(separator: " ").map(String.init))
+                               wants: wants.isEmpty ? [] : wants.split(separator: " ").map(String.init),
+                               newest: s.isNull(7) ? nil : BundleWrite(token: s.text(7), number: s.int64(8), clock: s.int64(9), base: s.int64(10)))
     }
 
     func setBundlePeerInTransaction(_ peer: String, _ p: BundlePeerState) throws {
@@ -38,6 +53,36 @@ extension Store {
                 applied = excluded.applied, applied_clock = excluded.applied_clock, resend = excluded.resend, wants = excluded.wants
             """, [.text(peer), .int(p.recv), .int(p.sent), .int(p.written), .int(p.applied), .int(p.appliedClock), .int(p.resendUntil),
                   .text(p.wants.joined(separator: " "))])
+        if let n = p.newest {
+            try db.run("INSERT OR REPLACE INTO bundle_newest (peer, token, write, clock, base) VALUES (?, ?, ?, ?, ?)",
+                       [.text(peer), .text(n.token), .int(n.number), .int(n.clock), .int(n.base)])
+        } else {
+            try db.run("DELETE FROM bundle_newest WHERE peer = ?", [.text(peer)])
+        }
+    }
+
+    /// How many of its writes to one peer a store remembers: a reader's echo of an older one
+    /// (it lost every bundle since, or went back to a copy) makes the next bundle carry everything.
+    static let rememberedBundleWrites = 64
+
+    /// Keeps the token of write `number` to `peer`, forgetting the oldest beyond `rememberedBundleWrites`.
+    func rememberBundleWriteInTransaction(peer: String, token: String, number: Int64) throws {
+        try db.run("INSERT OR REPLACE INTO bundle_writes (peer, token, write) VALUES (?, ?, ?)", [.text(peer), .text(token), .int(number)])
+        try db.run("""
+            DELETE FROM bundle_writes WHERE peer = ?1 AND write < (
+                SELECT min(write) FROM (SELECT write FROM bundle_writes WHERE peer = ?1 ORDER BY write DESC LIMIT ?2))
+            """, [.text(peer), .int(Int64(Store.rememberedBundleWrites))])
+    }
+
+    /// The number of the write to `peer` that `token` names, if this store made it (in the history it now holds).
+    func bundleWriteNumber(peer: String, token: String) throws -> Int64? {
+        try db.scalarInt("SELECT write FROM bundle_writes WHERE peer = ? AND token = ?", [.text(peer), .text(token)])
+    }
+
+    /// Forgets the writes to `peer` older than `number`: its reader acknowledged that one, and never goes back to an
+    /// older one unless its store does (and then, any unknown echo makes the next bundle carry everything anyway).
+    func forgetBundleWritesInTransaction(peer: String, before number: Int64) throws {
+        try db.run("DELETE FROM bundle_writes WHERE peer = ? AND write < ?", [.text(peer), .int(number)])
     }
 
     /// Whether the part `id` was applied here already.
@@ -47,9 +92,25 @@ extension Store {
 
     /// Records the part `id` as applied, covering the peer's changes in
     /// (after, upTo], moves `state.recv` as far as the applied parts now meet
-    /// without a gap, and keeps `state`.
-    func recordBundlePartInTransaction(_ id: String, peer: String, after: Int64, upTo: Int64, state: inout BundlePeerState, now: Timestamp) throws {
+    /// without a gap, and keeps `state`. `write`: the part's write, when its
+    /// writer names its writes. A part of a newer write than `state.newest`
+    /// makes it the newest, and only its ranges count from then on, above its
+    /// base: its writer reckons from that base in the history it holds now,
+    /// while what other writes brought above it may be changes of a history
+    /// the writer no longer has (its store was put back from a copy), whose
+    /// numbers its new changes reuse. A part of an older write counts nothing.
+    func recordBundlePartInTransaction(_ id: String, peer: String, after: Int64, upTo: Int64, write: BundleWrite?,
+                                       state: inout BundlePeerState, now: Timestamp) throws {
         try db.run("INSERT INTO bundle_parts (id, peer, applied_at) VALUES (?, ?, ?)", [.text(id), .text(peer), .int(now.milliseconds)])
+        if let write, write.token != state.newest?.token {
+            guard write.number > state.newest?.number ?? 0 || write.clock > state.newest?.clock ?? 0 else {
+                try setBundlePeerInTransaction(peer, state)
+                return
+            }
+            try forgetBundleRangesInTransaction(of: peer)
+            state.recv = min(state.recv, write.base)
+            state.newest = write
+        }
         try db.run("INSERT OR IGNORE INTO bundle_ranges (peer, after, up_to) VALUES (?, ?, ?)", [.text(peer), .int(after), .int(upTo)])
         // Ranges that now meet the cursor move it; the rest wait.
         let next = try db.prepare("SELECT max(up_to) FROM bundle_ranges WHERE peer = ? AND after <= ?")
@@ -64,15 +125,32 @@ extension Store {
         try setBundlePeerInTransaction(peer, state)
     }
 
-    /// Keeps the lines the `owed` rows hold now as copies owed to `peer`, each with the time
-    /// its version came at: versions of its that this store pulled back, or kept its earlier copy of.
+    /// Keeps the copies in `owed` as owed to `peer`, each with the time its version came at:
+    /// versions this store pulled back, or kept its earlier copy of, whose copy the row holds
+    /// now; and copies it made before of a version `peer` sent again, which the row may no
+    /// longer hold (CopiesMade.swift).
     func queueReturnsInTransaction(peer: String, owed: [ApplySummary.OwedCopy]) throws {
         guard !owed.isEmpty else { return }
-        let q = try db.prepare("INSERT OR REPLACE INTO bundle_returns (peer, rid, line, seq, theirs) SELECT ?, rid, line, seq, ? FROM records WHERE rid = ?")
+        let fromRow = try db.prepare("INSERT OR REPLACE INTO bundle_returns (peer, rid, line, seq, theirs) SELECT ?, rid, line, seq, ? FROM records WHERE rid = ?")
+        // A copy of the same version owed already stays as it is, acknowledged by the change it was owed from.
+        let made = try db.prepare("""
+            INSERT INTO bundle_returns (peer, rid, line, seq, theirs) SELECT ?, rid, ?, seq, ? FROM records WHERE rid = ?
+            ON CONFLICT (peer, rid) DO UPDATE SET line = excluded.line, seq = excluded.seq, theirs = excluded.theirs
+                WHERE bundle_returns.theirs IS NOT excluded.theirs
+            """)
         for o in owed {
-            try q.bind([.text(peer), .int(o.theirs), .int(o.rid)])
-            _ = try q.step()
-            q.reset()
+            if let line = o.line {
+                try made.bind(.text(peer), at: 1)
+                try line.withUnsafeBytes { try made.bindText($0, at: 2) }
+                try made.bind(.int(o.theirs), at: 3)
+                try made.bind(.int(o.rid), at: 4)
+                _ = try made.step()
+                made.reset()
+            } else {
+                try fromRow.bind([.text(peer), .int(o.theirs), .int(o.rid)])
+                _ = try fromRow.step()
+                fromRow.reset()
+            }
         }
     }
 
@@ -129,6 +207,8 @@ extension Store {
     /// member is admitted again): the next bundle each way carries everything.
     func resetBundleCursorsInTransaction() throws {
         try db.run("DELETE FROM bundle_ranges")
+        try db.run("DELETE FROM bundle_writes")
+        try db.run("DELETE FROM bundle_newest")
         try db.run("UPDATE bundle_peers SET recv = 0, sent = 0, resend = 9223372036854775807")
     }
 

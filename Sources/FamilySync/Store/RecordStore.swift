@@ -34,12 +34,17 @@ public struct ApplySummary: Sendable, Equatable {
     /// Rows whose copy the owner kept against its member's later-dated same edit:
     /// they go back to the member (docs/protocol.md §7.4).
     public var ownCopiesKept: [Int64] = []
+    /// Rows that beat the incoming version by the rule, when asked for (`reportsHeldOver`): the
+    /// sender, whose current version that was, does not hold them.
+    public var heldOver: [Int64] = []
     /// Rows holding this store's copy of an incoming version it pulled back to its bound, or
     /// kept its earlier-dated copy of: the row, and that version's time as it came (BundleLedger.swift).
     public var owed: [OwedCopy] = []
     public struct OwedCopy: Equatable, Sendable {
         public var rid: Int64
         public var theirs: Int64
+        /// A copy this store made before, of a version sent again, that the row no longer holds; nil: the row's line.
+        public var line: [UInt8]? = nil
     }
     /// Tombstones that replaced a live version.
     public var deleted = 0
@@ -101,8 +106,9 @@ extension Store {
     /// `authorship`: which versions need a proof of who made them (AuthorshipCheck.forIntake).
     func applyRemoteInTransaction(_ base: UnsafePointer<UInt8>, _ scans: [RecordScan], now: Timestamp, watching: ClosedRange<Int64>?,
                                   bound: Int64, adoptOwnerCopiesOf: [UInt8]?, keepOwnCopiesOf: [UInt8]? = nil, from peer: String? = nil,
-                                  authorship: AuthorshipCheck? = nil) throws -> ApplySummary {
+                                  authorship: AuthorshipCheck? = nil, reportingHeldOver: Bool = false) throws -> ApplySummary {
         try applying(now: now, stamping: false, watching: watching) { applier in
+            applier.reportsHeldOver = reportingHeldOver
             applier.cameFrom = peer.map { Array($0.utf8) }
             applier.authorship = authorship
             applier.receiveBound = bound
@@ -290,22 +296,47 @@ final class RecordApplier {
     private var deletePhotos: Statement { get throws { try statement(&deletePhotosStatement, "DELETE FROM record_photos WHERE record = ?") } }
     private var insertPhoto: Statement { get throws { try statement(&insertPhotoStatement, "INSERT OR IGNORE INTO record_photos (sha256, record) VALUES (?, ?)") } }
     private var selectHeld: Statement { get throws { try statement(&selectHeldStatement, "SELECT type, line FROM records WHERE id = ?") } }
-    private var selectReturnStatement: Statement?, owesPeer: Bool?
-    private var selectReturn: Statement { get throws { try statement(&selectReturnStatement, "SELECT line, theirs FROM bundle_returns WHERE peer = ? AND rid = ?") } }
-    /// The copy of a version of `keepOwnCopiesOf`'s that this store pulled back and still owes it for row `rid` (BundleLedger.swift).
-    private func owedCopy(_ rid: Int64) throws -> (line: [UInt8], theirs: Int64)? {
-        // They stand against the member's versions that come again, since they go back
-        // ahead of what replaced them, in a session and in a bundle alike.
-        guard let keep = keepOwnCopiesOf else { return nil }
-        let peer = String(decoding: keep, as: UTF8.self)
-        // Most members are owed nothing: one look, not one per record.
-        if owesPeer == nil { owesPeer = try db.scalarInt("SELECT 1 FROM bundle_returns WHERE peer = ? LIMIT 1", [.text(peer)]) != nil }
-        guard owesPeer == true else { return nil }
-        let s = try selectReturn
-        try s.bind([.text(peer), .int(rid)])
-        defer { s.reset() }
-        return try s.step() ? (Array(s.text(0).utf8), s.int64(1)) : nil
+    private var selectCopyStatement: Statement?, selectLatestCopyStatement: Statement?, remembersCopies: Bool?
+    private var selectCopy: Statement { get throws { try statement(&selectCopyStatement, "SELECT line FROM copies_made WHERE rid = ? AND theirs = ?") } }
+    private var selectLatestCopy: Statement { get throws { try statement(&selectLatestCopyStatement, "SELECT max(theirs) FROM copies_made WHERE rid = ?") } }
+    /// Whether this store remembers any copy it made (CopiesMade.swift): most remember none,
+    /// so one look per batch, not one per record.
+    private func anyCopiesMade() throws -> Bool {
+        if remembersCopies == nil { remembersCopies = try db.scalarInt("SELECT 1 FROM copies_made LIMIT 1") != nil }
+        return remembersCopies == true
     }
+    /// The copy this store made of the version of row `rid` that came dated `theirs`, when the
+    /// owner applies a member's versions.
+    private func copyMade(_ rid: Int64, theirs: Int64) throws -> [UInt8]? {
+        guard keepOwnCopiesOf != nil, try anyCopiesMade() else { return nil }
+        let s = try selectCopy
+        try s.bind([.int(rid), .int(theirs)])
+        defer { s.reset() }
+        return try s.step() ? Array(s.text(0).utf8) : nil
+    }
+    private var selectCopyLineStatement: Statement?
+    private var selectCopyLine: Statement { get throws { try statement(&selectCopyLineStatement, "SELECT 1 FROM copies_made WHERE rid = ? AND line = ?") } }
+    /// Whether the row `select` is on (row `rid`) holds a copy this store made of another device's version.
+    private func heldIsCopyMade(_ rid: Int64) throws -> Bool {
+        guard try anyCopiesMade(), let lp = sqlite3_column_blob(select.stmt, 6) else { return false }
+        let s = try selectCopyLine
+        try s.bind(.int(rid), at: 1)
+        try s.bindText(UnsafeRawBufferPointer(start: lp, count: Int(sqlite3_column_bytes(select.stmt, 6))), at: 2)
+        defer { s.reset() }
+        return try s.step()
+    }
+    /// The latest time a version of row `rid` that this store pulled back came with, when a member
+    /// stamps its own edit: the version lives on elsewhere as it came, and the edit must beat it.
+    private func latestCopyMade(_ rid: Int64) throws -> Int64? {
+        guard stampsAfterCopies, try anyCopiesMade() else { return nil }
+        let s = try selectLatestCopy
+        try s.bind([.int(rid)])
+        defer { s.reset() }
+        return try s.step() && !s.isNull(0) ? s.int64(0) : nil
+    }
+    /// A member stamping its own edits: each goes after the versions it pulled back (latestCopyMade).
+    /// Not the owner: its copy is the family's version, and the version sent again is judged as it.
+    private var stampsAfterCopies = false
     let now: Timestamp
     /// Local edits are stamped by the family's clock (FamilyClock.swift).
     let stampTime: Int64
@@ -343,6 +374,8 @@ final class RecordApplier {
     /// A member's device ID, when a file is applied to its store: the versions
     /// taken in another device's name without a tag are counted (`untaggedInOthersNames`).
     var untaggedOthersOf: [UInt8]?
+    /// Whether the rows that beat an incoming version are listed (`ApplySummary.heldOver`).
+    var reportsHeldOver = false
     /// What this store purged (PurgeRecords.swift): versions of ids not held
     /// that a purge covers are not taken. Loaded on first need.
     private var evidence: PurgeEvidence?
@@ -384,11 +417,13 @@ final class RecordApplier {
         receiveBound = LWW.bound(clock: now)
         me = stamping ? Array(try store.deviceID.utf8) : nil
         stampKey = stamping ? try store.ownAuthorshipKey() : nil
+        stampsAfterCopies = try stamping && store.family()?.role == .member
         seq = try store.currentChangeSeq
         digest = try store.storedRecordDigest()
     }
 
     func finish() throws {
+        try store.rememberCopiesInTransaction(summary.owed)
         try store.setMeta("change_seq", String(seq))
         try store.setStoredRecordDigest(digest)
         try store.markHeldSince(now: now)
@@ -484,6 +519,7 @@ final class RecordApplier {
             var found = false, heldDeleted = false
             var inserted = false
             var prevAt: Int64? = nil
+            var releaseHeld = false
             prepareLine(base, r, time: time)
             if !onHeldRow {
                 // 0. Purged here: a version of an id this store no longer holds that a purge covers.
@@ -545,9 +581,18 @@ final class RecordApplier {
                 heldDeleted = sqlite3_column_int64(select.stmt, 3) != 0
                 let heldPhotos = sqlite3_column_int64(select.stmt, 4)
                 let heldSeq = sqlite3_column_int64(select.stmt, 5)
-                if me != nil && heldTime >= time {
-                    time = heldTime + 1  // an edit supersedes the version it edits
-                    prepareLine(base, r, time: time)
+                if me != nil {
+                    // An edit supersedes the version it edits, and goes no lower than just after it when it
+                    // leaves (its floor): even an edit of ours that has not left this store, since a store put
+                    // back from a copy cannot know which of those left it after the copy was made. On a
+                    // member, also after every version of the record it pulled back, as that version came
+                    // and may be elsewhere (docs/design.md §3.1).
+                    let floor = max(heldTime, try latestCopyMade(rid) ?? Int64.min)
+                    if floor >= time {
+                        time = floor + 1
+                        prepareLine(base, r, time: time)
+                    }
+                    prevAt = floor
                 } else if clamped, r.time == heldTime, heldIsIncoming(base, r) {
                     // The very version held, come again (relayed, or resent after a restore):
                     // nothing to pull back, and nothing changes. Pulling it back again would
@@ -563,9 +608,6 @@ final class RecordApplier {
                         prepareLine(base, r, time: time)
                     }
                 }
-                // An edit's floor is the latest version others may hold: what it replaced,
-                // or, when that was an edit of ours that never left this store, what that one replaced.
-                if me != nil { prevAt = sqlite3_column_type(select.stmt, 7) == SQLITE_NULL ? heldTime : sqlite3_column_int64(select.stmt, 7) }
                 decision = try withSpan(base, r.deviceID, deviceDecoded) { dp, dn in
                     let hp = sqlite3_column_text(select.stmt, 2)
                     let hn = Int(sqlite3_column_bytes(select.stmt, 2))
@@ -582,26 +624,32 @@ final class RecordApplier {
                         return RecordContent.same(held: Array(UnsafeRawBufferPointer(start: lp, count: Int(sqlite3_column_bytes(select.stmt, 6)))),
                                                   incoming: UnsafeRawBufferPointer(start: base + r.start, count: r.end - r.start))
                     }
-                    if !d.takeRemote, time < heldTime, adoptOwnerCopiesOf != nil,
+                    // Never in place of an edit of ours not sent yet: the owner cannot hold a copy of a version that
+                    // never left this store, so an earlier one of ours with the same content (two deletes look
+                    // alike) is an older version, not a copy (seed 6540).
+                    if !d.takeRemote, time < heldTime, adoptOwnerCopiesOf != nil, sqlite3_column_type(select.stmt, 7) == SQLITE_NULL,
                        heldDevice.elementsEqual(incomingDevice), sameEdit() {
                         d = LWW.Decision(takeRemote: true, rule: .ownerCopy)
                     } else if d.takeRemote, time > heldTime, heldDevice.elementsEqual(incomingDevice),
                               (keepOwnCopiesOf.map { heldDevice.elementsEqual($0) } ?? false) || clamped,
-                              sameEdit() {
+                              sameEdit(), try heldIsCopyMade(rid) {
                         // The member's own edit sent again later-dated, or any version this store had
                         // to pull back of which it holds the same edit earlier-dated (a relay of one
                         // this store pulled back before, its clock behind since it was restored): taking
                         // it would only make a second copy of one edit, and the next relay a third.
-                        // The copy held stands and goes back to the sender.
+                        // The copy held stands and goes back to the sender. Only a copy this store made:
+                        // two edits alike (two deletes look alike) are two versions, the later one new.
                         d = LWW.Decision(takeRemote: false, rule: .ownerCopy)
                         summary.ownCopiesKept.append(rid)
                         summary.owed.append(.init(rid: rid, theirs: r.time))
-                    } else if d.takeRemote, let keep = keepOwnCopiesOf, incomingDevice.elementsEqual(keep), let copy = try owedCopy(rid),
-                              copy.theirs == r.time,
-                              RecordContent.same(held: copy.line, incoming: UnsafeRawBufferPointer(start: base + r.start, count: r.end - r.start)) {
-                        // The very version of the member's again (its time and content), of which this store made the
-                        // copy it still owes the member and has since replaced by a later edit: the edit stands.
+                    } else if d.takeRemote, let copy = try copyMade(rid, theirs: r.time),
+                              RecordContent.same(held: copy, incoming: UnsafeRawBufferPointer(start: base + r.start, count: r.end - r.start)) {
+                        // The very version (its time and content) of which this store made a copy before, come
+                        // again from whichever device (its author, or one that relays it): it is that copy,
+                        // which the row holds or an edit made after it replaced. The row stands; the copy is
+                        // owed to the sender, which takes it, then the row (docs/protocol.md §7.4 "Copies owed").
                         d = LWW.Decision(takeRemote: false, rule: .ownerCopy)
+                        summary.owed.append(.init(rid: rid, theirs: r.time, line: copy))
                     }
                     return d
                 }
@@ -609,6 +657,12 @@ final class RecordApplier {
                 if decision.takeRemote, unproven, try !proven() {
                     refuseUnattributed(clamped)
                     return
+                }
+                // The very bytes of an edit of ours not sent yet, come from a peer: the edit left this store
+                // after all (this store was put back from a copy taken before it went). It goes out as it
+                // is from now on: pulled back now, it would be a second copy of a version others hold.
+                if me == nil, decision.rule == .sameVersion, sqlite3_column_type(select.stmt, 7) != SQLITE_NULL, heldIsIncoming(base, r) {
+                    releaseHeld = true
                 }
                 if decision.takeRemote, let lp = sqlite3_column_blob(select.stmt, 6) {
                     // The held version leaves the digest (the incoming one joins it in writeRow).
@@ -638,6 +692,8 @@ final class RecordApplier {
             }
             guard decision.takeRemote else {
                 if decision.rule == .sameVersion { summary.unchanged += 1 } else { summary.keptLocal += 1 }
+                if reportsHeldOver, decision.rule != .sameVersion, decision.rule != .ownerCopy { summary.heldOver.append(rid) }
+                if releaseHeld { try db.run("UPDATE records SET prev_at = NULL WHERE rid = ?", [.int(rid)]) }
                 if decision.rule == .ownerCopy {
                     // A new change number, so the copy kept goes back to the member whatever this session still sends.
                     seq += 1

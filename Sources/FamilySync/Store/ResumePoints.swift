@@ -13,18 +13,11 @@
 /// A completed session moves the cursors and ends the chain.
 struct ResumePoint: Equatable, Sendable {
     enum Direction: String { case incoming = "in", outgoing = "out" }
-    /// The sender's random name for the chain, 32 hex digits.
+    /// The sender's random name for the chain (RandomName).
     var chain: String
     var after: Int64
     var upTo: Int64
 
-    /// A new chain's name.
-    static func newChain() throws -> String { Hex.encode(try secureRandomBytes(16)) }
-
-    /// Whether `s` can be a chain's name (what a peer sends is checked before it is kept).
-    static func isChain(_ s: String) -> Bool {
-        Hex.isLowercase(s.utf8, digits: 32)
-    }
 }
 
 extension Store {

@@ -232,6 +232,39 @@ enum Schema {
         """
         SELECT 1;
         """,
+        // Version 11: bundles name their writes (docs/protocol.md §12b, BundleLedger.swift).
+        // `bundle_writes`: the writes this store made to `peer`, each named by a random
+        // token its reader echoes; an echo naming none of them means the reader counted
+        // another history of this store's (it was put back from a copy since).
+        // `bundle_newest`: per peer, the newest write applied from it: its token, number,
+        // clock, and `base`, the change number its range starts after; ranges of other
+        // writes do not count above it.
+        // `copies_made` (CopiesMade.swift, docs/design.md §3.1): each version of another
+        // device's this store pulled back, or kept its earlier copy of, by the time it
+        // came with (`theirs`), with the copy's line, for as long as that version could
+        // still beat the row. The copies an owner owed already are its first entries.
+        """
+        CREATE TABLE IF NOT EXISTS copies_made (
+            rid INTEGER NOT NULL,
+            theirs INTEGER NOT NULL,
+            line TEXT NOT NULL,
+            PRIMARY KEY (rid, theirs)
+        ) WITHOUT ROWID;
+        INSERT OR IGNORE INTO copies_made (rid, theirs, line) SELECT rid, theirs, line FROM bundle_returns;
+        CREATE TABLE IF NOT EXISTS bundle_writes (
+            peer TEXT NOT NULL,
+            token TEXT NOT NULL,
+            write INTEGER NOT NULL,
+            PRIMARY KEY (peer, token)
+        ) WITHOUT ROWID;
+        CREATE TABLE IF NOT EXISTS bundle_newest (
+            peer TEXT PRIMARY KEY,
+            token TEXT NOT NULL,
+            write INTEGER NOT NULL,
+            clock INTEGER NOT NULL,
+            base INTEGER NOT NULL
+        ) WITHOUT ROWID;
+        """,
     ]
 
     /// The first version whose stores keep the record-state digest in `meta`.

@@ -279,13 +279,16 @@ extension Store {
                 .map(Timestamp.init(milliseconds:))
         }
 
-        // 3. Expired pairing offers (used, closed or not: past their expiry none can be redeemed).
+        // 3. Expired pairing offers (used, closed or not: past their expiry none can be redeemed),
+        // and the copies of versions this store made that none can need any more (CopiesMade.swift).
         if dryRun {
             report.offersCleared = Int(try db.scalarInt("SELECT count(*) FROM offers WHERE expires_at <= ?", [.int(now.milliseconds)]) ?? 0)
         } else {
             report.offersCleared = try timedWrite {
                 try db.run("DELETE FROM offers WHERE expires_at <= ?", [.int(now.milliseconds)])
-                return db.changes
+                let cleared = db.changes
+                try forgetOutgrownCopiesInTransaction()
+                return cleared
             }.0
             if report.offersCleared > 0 { log?("cleared \(report.offersCleared) expired pairing offers") }
         }

@@ -114,15 +114,19 @@ struct FieldReader {
         guard let v = value[k], !v.isNull else { return nil }
         return try object(k)
     }
-    /// A resume chain's name (ResumePoints.swift): 32 lower-case hex digits.
-    func chain(_ k: String) throws(ProtocolError) -> String {
+    /// A random name (a resume chain, a bundle write: RandomName): 32 lower-case hex digits.
+    func randomName(_ k: String) throws(ProtocolError) -> String {
         let s = try string(k, maxBytes: 64)
-        guard ResumePoint.isChain(s) else { throw fail(k, "not 32 lower-case hex digits") }
+        guard RandomName.isValid(s) else { throw fail(k, "not 32 lower-case hex digits") }
         return s
+    }
+    func optionalRandomName(_ k: String) throws(ProtocolError) -> String? {
+        guard let v = value[k], !v.isNull else { return nil }
+        return try randomName(k)
     }
     /// A resume point: `{"chain": …, "after": int, "upTo": int}` with after ≤ upTo.
     func resumePoint() throws(ProtocolError) -> ResumePoint {
-        let p = ResumePoint(chain: try chain("chain"), after: try int("after"), upTo: try int("upTo"))
+        let p = ResumePoint(chain: try randomName("chain"), after: try int("after"), upTo: try int("upTo"))
         guard p.after <= p.upTo else { throw fail("upTo", "below 'after' (\(p.after))") }
         return p
     }

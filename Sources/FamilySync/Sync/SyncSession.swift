@@ -342,7 +342,7 @@ final class SyncSession {
                 summary.recordsResumed = true
             }
         } else {
-            outChain = try ResumePoint.newChain()
+            outChain = try RandomName.make()
         }
     }
 

@@ -22,6 +22,15 @@ import Testing
         }
     }
 
+    /// Device and family IDs: 36 characters, upper-case hex with dashes at 8, 13, 18 and 23, nothing else.
+    @Test func uuidsAreUpperCaseHexWithFourDashes() {
+        #expect(PairingOffer.isUUID("7F3A0000-ABCD-4EF0-8123-456789ABCDEF"))
+        for bad in ["7f3a0000-abcd-4ef0-8123-456789abcdef", "7F3A0000-ABCD-4EF0-8123-456789ABCDE", "7F3A0000-ABCD-4EF0-8123-456789ABCDEF0",
+                    "7F3A0000ABCD-4EF0-8123-456789ABCDEF-", "7F3A0000-ABCD-4EF0-8123-456789ABCDEG", "7F3A0000-ABCD-4EF0-8123-456789ABCDÉ", ""] {
+            #expect(!PairingOffer.isUUID(bad), "\(bad)")
+        }
+    }
+
     @Test func noncesAreFreshEveryTime() throws {
         var seen = Set<String>()
         for _ in 0..<500 {

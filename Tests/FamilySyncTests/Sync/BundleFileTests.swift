@@ -125,16 +125,105 @@ import Testing
         let store = try Store(path: dir.path + "/s.db")
         let peer = "AAAAAAAA-AAAA-4AAA-8AAA-AAAAAAAAAAAA"
         var state = try store.bundlePeer(peer)
+        let write = Store.BundleWrite(token: try RandomName.make(), number: 1, clock: 0, base: 0)
         // (20, 30] and (10, 20] arrive before (0, 10]; the cursor waits, then jumps to 30.
         for (i, r) in [(20, 30), (10, 20), (40, 50), (0, 10)].enumerated() {
-            try store.write { try store.recordBundlePartInTransaction("id\(i)", peer: peer, after: Int64(r.0), upTo: Int64(r.1), state: &state, now: Timestamp(milliseconds: 0)) }
+            try store.write {
+                try store.recordBundlePartInTransaction("id\(i)", peer: peer, after: Int64(r.0), upTo: Int64(r.1), write: write, state: &state, now: Timestamp(milliseconds: 0))
+            }
             #expect(state.recv == (i < 3 ? 0 : 30), "after range \(r)")
         }
         #expect(try store.bundlePeer(peer).recv == 30)
         #expect(try store.bundlePartApplied("id1"))
         #expect(try !store.bundlePartApplied("id9"))
         // (30, 40] fills the last gap.
-        try store.write { try store.recordBundlePartInTransaction("id5", peer: peer, after: 30, upTo: 40, state: &state, now: Timestamp(milliseconds: 0)) }
+        try store.write { try store.recordBundlePartInTransaction("id5", peer: peer, after: 30, upTo: 40, write: write, state: &state, now: Timestamp(milliseconds: 0)) }
         #expect(state.recv == 50)
+    }
+
+    /// Only the newest write's ranges count, from its base up (docs/protocol.md §12b): what
+    /// other writes brought above it may be changes of a history its writer no longer holds.
+    @Test func aNewerWriteCountsFromItsBaseAndAnOlderOneCountsNothing() throws {
+        let dir = TempFolder()
+        let store = try Store(path: dir.path + "/s.db")
+        let peer = "AAAAAAAA-AAAA-4AAA-8AAA-AAAAAAAAAAAA"
+        var state = try store.bundlePeer(peer)
+        func apply(_ id: String, _ after: Int64, _ upTo: Int64, _ w: Store.BundleWrite) throws {
+            try store.write { try store.recordBundlePartInTransaction(id, peer: peer, after: after, upTo: upTo, write: w, state: &state, now: Timestamp(milliseconds: 0)) }
+        }
+        let first = Store.BundleWrite(token: try RandomName.make(), number: 1, clock: 100, base: 0)
+        try apply("a", 0, 10, first)
+        try apply("b", 20, 30, first)
+        #expect(state.recv == 10)
+        // A writer put back from a copy at its change 5 writes again, numbered as before but later:
+        // its (12, 30] does not meet what the first write brought, and the first write's (20, 30] is gone.
+        let again = Store.BundleWrite(token: try RandomName.make(), number: 1, clock: 200, base: 5)
+        try apply("c", 12, 30, again)
+        #expect(state.recv == 5 && state.newest == again)
+        // A late part of the first write counts nothing now; the second write's (5, 12] closes its gap.
+        try apply("d", 10, 20, first)
+        #expect(state.recv == 5 && state.newest == again)
+        try apply("e", 5, 12, again)
+        #expect(state.recv == 30)
+        #expect(try store.bundlePeer(peer).newest == again)
+    }
+
+    /// The head's write names (revision 6): checked before anything is kept, each error naming its field.
+    @Test func aHeadsWriteNamesAreChecked() throws {
+        let token = String(repeating: "0f", count: 16)
+        func head(_ extra: String) throws -> BundleHead {
+            let text = #"{"protocol":3,"device":"AAAAAAAA-AAAA-4AAA-8AAA-AAAAAAAAAAAA","role":"member","clock":"2026-03-01T00:00:00.000Z","epoch":1,"ack":0,"applied":0,"changes":7,"wants":[]"# + extra + "}"
+            return try BundleHead(Frame(.hello, Array(text.utf8)))
+        }
+        #expect(try head("").token == nil)
+        let named = try head(#","token":"\#(token)","base":7,"ackToken":"\#(token)""#)
+        #expect(named.token == token && named.base == 7 && named.ackToken == token)
+        #expect(try head(#","ackToken":null"#).ackToken == nil)
+        for (extra, field) in [(#","token":"\#(token.uppercased())","base":0"#, "token"), (#","token":"\#(token)""#, "base"),
+                               (#","token":"\#(token)","base":8"#, "base"), (#","token":"\#(token)","base":-1"#, "base"),
+                               (#","ackToken":"abc""#, "ackToken")] {
+            #expect { _ = try head(extra) } throws: { ($0 as? ProtocolError)?.message.contains("field '\(field)'") == true }
+        }
+    }
+
+    /// Schema 11 (after 10, which moves photo bytes): a store of schema 9 keeps its bundle state, knows no write
+    /// names yet, and remembers as owner copies the copies it owed.
+    @Test func aSchema9StoreMigratesItsBundleLedger() throws {
+        let dir = TempFolder()
+        let p = dir.path + "/old.db"
+        let peer = "AAAAAAAA-AAAA-4AAA-8AAA-AAAAAAAAAAAA"
+        let copy = #"{"id":"r","type":"note","modifiedAt":"2026-03-01T00:00:00.000Z","deviceId":"\#(peer)","deleted":false}"#
+        do {
+            let db = try Database(path: p)
+            try db.execute("PRAGMA journal_mode = WAL")
+            for i in 0..<9 { try db.execute(Schema.migrations[i]) }
+            try db.run("INSERT INTO meta (key, value) VALUES ('device_id', ?), ('created_at', ?), ('change_seq', '0')",
+                       [.text("BBBBBBBB-BBBB-4BBB-8BBB-BBBBBBBBBBBB"), .text("2026-03-01T00:00:00.000Z")])
+            try db.run("INSERT INTO bundle_peers (peer, recv, sent, written, applied) VALUES (?, 7, 5, 3, 2)", [.text(peer)])
+            try db.run("INSERT INTO bundle_returns (peer, rid, line, seq, theirs) VALUES (?, 1, ?, 4, 1772409600123)", [.text(peer), .text(copy)])
+            try db.execute("PRAGMA application_id = \(Schema.applicationID); PRAGMA user_version = 9")
+            try db.close()
+        }
+        let s = try Store(path: p)
+        #expect(try s.db.scalarInt("PRAGMA user_version") == Int64(Schema.currentVersion))
+        let state = try s.bundlePeer(peer)
+        #expect(state.recv == 7 && state.sent == 5 && state.written == 3 && state.applied == 2 && state.newest == nil)
+        #expect(try s.db.scalarText("SELECT line FROM copies_made WHERE rid = 1 AND theirs = 1772409600123") == copy)
+        try s.write { try s.rememberBundleWriteInTransaction(peer: peer, token: String(repeating: "a", count: 32), number: 4) }
+        #expect(try s.bundleWriteNumber(peer: peer, token: String(repeating: "a", count: 32)) == 4)
+    }
+
+    /// A writer remembers its newest writes to a reader, and forgets those before the one an acknowledgement names.
+    @Test func aWriterRemembersItsNewestWrites() throws {
+        let dir = TempFolder()
+        let s = try Store(path: dir.path + "/s.db")
+        let peer = "AAAAAAAA-AAAA-4AAA-8AAA-AAAAAAAAAAAA"
+        let tokens = try (1...70).map { _ in try RandomName.make() }
+        try s.write { for (i, t) in tokens.enumerated() { try s.rememberBundleWriteInTransaction(peer: peer, token: t, number: Int64(i + 1)) } }
+        let known = try tokens.map { try s.bundleWriteNumber(peer: peer, token: $0) }
+        #expect(known == (1...70).map { $0 > 70 - Store.rememberedBundleWrites ? Int64($0) : nil })
+        try s.write { try s.forgetBundleWritesInTransaction(peer: peer, before: 68) }
+        #expect(try tokens.compactMap { try s.bundleWriteNumber(peer: peer, token: $0) } == [68, 69, 70])
+        #expect(try s.bundleWriteNumber(peer: "CCCCCCCC-CCCC-4CCC-8CCC-CCCCCCCCCCCC", token: tokens[69]) == nil)
     }
 }

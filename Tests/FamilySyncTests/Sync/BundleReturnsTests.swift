@@ -94,4 +94,26 @@ import Testing
         for p in try h.writeBundle(from: h.owner, to: m, maxBytes: nil) { _ = try h.applyBundle(p, at: m) }
         #expect(try InProcessHousehold.digest(m.path) == InProcessHousehold.digest(h.owner.path))
     }
+
+    /// A member's edit, made after the owner's concurrent one and not sent yet, keeps the owner's
+    /// version out when the owner's file brings it; then the member's clock has gone back 30 days
+    /// since it last heard the family's, and its file pulls its edit back below the owner's, which
+    /// wins there. The owner's version goes back to the member, whose acknowledgement covers it
+    /// (seeds 3435, 4409, 9893): files alone agree again.
+    @Test func aVersionThatBeatsWhatTheWriterSentGoesBackToIt() throws {
+        let h = try InProcessHousehold(members: 1, start: Timestamp(rfc3339: "2026-03-01T00:00:00.000Z")!)
+        let m = h.members[0]
+        try h.edit(h.owner, [#"{"id":"r","type":"note","data":{"v":0}}"#])
+        try h.sync(m)
+        h.now = h.now.adding(.days(1))
+        try h.edit(h.owner, [#"{"id":"r","type":"note","data":{"v":1}}"#])
+        h.now = h.now.adding(.hours(1))
+        try h.edit(m, [#"{"id":"r","type":"note","data":{"v":2}}"#])
+        m.offset = .days(-30)
+        try h.carry(from: h.owner, to: m)
+        #expect(try h.rows(m)["r"]?.line.contains(#""v":2"#) == true, "the member's later edit keeps the owner's out")
+        try h.carry(from: m, to: h.owner)
+        try h.carry(from: h.owner, to: m)
+        #expect(try h.digest(m) == h.digest(h.owner))
+    }
 }

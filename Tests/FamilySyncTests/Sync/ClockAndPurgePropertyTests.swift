@@ -22,17 +22,50 @@ import Testing
 ///   stands takes from a member no version naming another device (the
 ///   owner, another member, a made-up ID) that it did not make, untagged or
 ///   with a tag taken from elsewhere (`forgeriesAreRefused`).
-/// A failure prints its seed and the schedule's last steps;
-/// `FAMILY_SYNC_SCHEDULES=N` runs N schedules instead of the default.
+/// A failure prints its seed and the schedule's last steps. Schedules run on
+/// every core at once, each in a household of its own.
+/// `FAMILY_SYNC_SCHEDULES=N` runs N schedules instead of the default, from
+/// seed `FAMILY_SYNC_FIRST_SEED` (1) on; `FAMILY_SYNC_SEED=S` runs seed S alone.
 @Suite struct ClockAndPurgePropertyTests {
-    static var scheduleCount: Int { Int(ProcessInfo.processInfo.environment["FAMILY_SYNC_SCHEDULES"] ?? "") ?? 600 }
+    static let environment = ProcessInfo.processInfo.environment
+    static var scheduleCount: Int { Int(environment["FAMILY_SYNC_SCHEDULES"] ?? "") ?? 2_000 }
+    static var firstSeed: Int { Int(environment["FAMILY_SYNC_FIRST_SEED"] ?? "") ?? 1 }
     static let year: Int64 = 365
 
     @Test func randomClocksRejoinsAndRestoresConvergeKeepCausalityAndNeverResurrect() throws {
-        if let one = ProcessInfo.processInfo.environment["FAMILY_SYNC_SEED"].flatMap(UInt64.init) { return try Self.run(seed: one) }
-        for seed in 1...Self.scheduleCount {
-            try Self.run(seed: UInt64(seed))
+        let seeds: [UInt64]
+        if let one = Self.environment["FAMILY_SYNC_SEED"].flatMap(UInt64.init) {
+            seeds = [one]
+        } else {
+            seeds = (0..<Self.scheduleCount).map { UInt64(Self.firstSeed + $0) }
         }
+        for failure in Self.runAll(seeds) { Issue.record(Comment(rawValue: failure)) }
+    }
+
+    /// Runs `seeds` on as many threads as there are cores, each taking the next seed
+    /// when it is done with one; returns what failed, by seed.
+    static func runAll(_ seeds: [UInt64]) -> [String] {
+        let next = Locked(0)
+        let failures = Locked<[(UInt64, String)]>([])
+        let threads = max(1, min(seeds.count, ProcessInfo.processInfo.activeProcessorCount))
+        let done = DispatchSemaphore(value: 0)
+        for _ in 0..<threads {
+            let t = Thread {
+                while true {
+                    let i = next.withLock { n in defer { n += 1 }; return n }
+                    guard i < seeds.count else { break }
+                    let found: [String]
+                    do { found = try run(seed: seeds[i]) } catch { found = ["seed \(seeds[i]): \(error)"] }
+                    failures.withLock { $0 += found.map { (seeds[i], $0) } }
+                }
+                done.signal()
+            }
+            // The sessions' TLS and SQLite need more than a secondary thread's default stack.
+            t.stackSize = 8 << 20
+            t.start()
+        }
+        for _ in 0..<threads { done.wait() }
+        return failures.withLock { $0 }.sorted { $0.0 < $1.0 }.map(\.1)
     }
 
     /// A version as the causality check tells them apart: its line, time, author
@@ -54,13 +87,14 @@ import Testing
     /// ids naming another device (the owner, another member, revoked or not,
     /// or a made-up ID that wins ties), each later than both stores' versions
     /// or at the very time with the greater ID, untagged or with a tag taken
-    /// from one of its lines (as it is, or dated). The owner's copy takes none.
+    /// from one of its lines (as it is, or dated). The owner's copy takes none;
+    /// returns what it took.
     static func forgeriesAreRefused(_ h: InProcessHousehold, forger m: InProcessHousehold.Device, ids: [String], step: Int,
-                                    rng: inout SplitMix64, fail: (String) -> String) throws {
+                                    rng: inout SplitMix64, fail: (String) -> String) throws -> [String] {
         let (ownerCopy, forgerCopy) = (h.dir + "/forged-owner-\(step).db", h.dir + "/forger-\(step).db")
         _ = try Store(path: h.owner.path).backup(to: ownerCopy)
         _ = try Store(path: m.path).backup(to: forgerCopy)
-        defer { for p in [ownerCopy, forgerCopy] { for suffix in ["", "-wal", "-shm", "-photos", "-photos-journal"] { unlink(p + suffix) } } }
+        defer { for p in [ownerCopy, forgerCopy] { for suffix in [""] + Store.companionSuffixes { unlink(p + suffix) } } }
         let (held, mine) = (try InProcessHousehold.rows(ownerCopy), try InProcessHousehold.rows(forgerCopy))
         let madeUp = "FFFFFFFF-FFFF-4FFF-8FFF-FFFFFFFFFFFF"
         let others = h.all.map(\.id).filter { $0 != m.id } + [madeUp]
@@ -88,15 +122,21 @@ import Testing
             try h.sync(InProcessHousehold.Device(path: forgerCopy, isOwner: false, offset: m.offset, id: m.id),
                        owner: InProcessHousehold.Device(path: ownerCopy, isOwner: true, offset: h.owner.offset, id: h.owner.id))
         } catch is SyncError {
-            return  // the member learns in this session that it was revoked: nothing of its went in
+            return []  // the member learns in this session that it was revoked: nothing of its went in
         }
         let after = try InProcessHousehold.rows(ownerCopy)
-        for (id, line) in forged.sorted(by: { $0.key < $1.key }) {
-            #expect(after[id]?.line == held[id]?.line, "\(fail("the owner took \(id) from \(m.path.suffix(9)) in another device's name: \(line)"))")
+        return forged.sorted(by: { $0.key < $1.key }).filter { after[$0.key]?.line != held[$0.key]?.line }.map { id, line in
+            fail("the owner took \(id) from \(m.path.suffix(9)) in another device's name: \(line)")
         }
     }
 
-    static func run(seed: UInt64) throws {
+    /// One schedule; returns what it found wrong (nothing: it passed).
+    static func run(seed: UInt64) throws -> [String] {
+        var failures: [String] = []
+        /// An invariant, checked: a failure is kept with the seed and the last steps.
+        func check(_ holds: Bool, _ what: @autoclosure () throws -> String) rethrows {
+            if !holds { failures.append(try what()) }
+        }
         var rng = SplitMix64(seed: seed)
         let start = Timestamp(rfc3339: "2026-01-01T00:00:00.000Z")!
         let h = try InProcessHousehold(members: Int.random(in: 1...3, using: &rng), start: start, ownerOffset: randomOffset(&rng))
@@ -109,7 +149,12 @@ import Testing
         var forgeryRng = SplitMix64(seed: seed ^ 0x0A07_0A07_F0F0_3C3C)
         let ids = (0..<6).map { "p-\($0)" }
         var log: [String] = []
-        func fail(_ what: String) -> String { "seed \(seed): \(what); last steps: \(log.suffix(14).joined(separator: " | "))" }
+        // Replaying one seed shows every step and which device is which; a run of many, the last steps.
+        let replay = environment["FAMILY_SYNC_SEED"] != nil
+        func fail(_ what: String) -> String {
+            let devices = h.all.map { "\($0.path.suffix(9)) = \($0.id)" }.joined(separator: ", ")
+            return "seed \(seed): \(what); \(replay ? "steps" : "last steps"): \(log.suffix(replay ? log.count : 14).joined(separator: " | ")); devices: \(devices)"
+        }
         var backups: [String: (copy: String, step: Int)] = [:]
         var revoked: Set<String> = []
         // The versions (time/device) edits superseded: none may end up the winner. An
@@ -121,21 +166,27 @@ import Testing
         // Purges: id → the delete time purged (the newest).
         var purged: [String: Int64] = [:]
 
-        func observe() throws {
+        /// Notes what every store holds now in `seen`, and returns it.
+        @discardableResult
+        func observe() throws -> [String: InProcessHousehold.Rows] {
+            var all: [String: InProcessHousehold.Rows] = [:]
             for d in h.all {
-                for (id, r) in try InProcessHousehold.rows(d.path) { seen[d.path, default: [:]][id] = max(seen[d.path]?[id] ?? .min, r.time) }
+                let rows = try h.rows(d)
+                all[d.path] = rows
+                for (id, r) in rows { seen[d.path, default: [:]][id] = max(seen[d.path]?[id] ?? .min, r.time) }
             }
+            return all
         }
         // Stores restored from a copy and not synced since: they may hold what was
         // purged after the copy until their next session drops it.
         var restoredSinceSync: Set<String> = []
         // Bundle parts kept back, and where they go.
         var drawer: [(path: String, to: InProcessHousehold.Device)] = []
-        func checkNoResurrection() throws {
+        func checkNoResurrection(_ held: [String: InProcessHousehold.Rows]) throws {
             for d in h.all where !revoked.contains(d.id) && !restoredSinceSync.contains(d.path) {
-                for (id, r) in try InProcessHousehold.rows(d.path) where !r.deleted {
+                for (id, r) in try held[d.path] ?? h.rows(d) where !r.deleted {
                     if let p = purged[id] {
-                        #expect(r.time > p, "\(fail("\(id) is live at \(r.time) on \(d.path.suffix(9)) though a purge at \(p) covers it"))")
+                        check(r.time > p, fail("\(id) is live at \(r.time) on \(d.path.suffix(9)) though a purge at \(p) covers it"))
                     }
                 }
             }
@@ -149,17 +200,17 @@ import Testing
             let d = h.all.randomElement(using: &rng)!
             let live = current()
             if step == forgeryStep, let forger = live.randomElement(using: &forgeryRng) {
-                try Self.forgeriesAreRefused(h, forger: forger, ids: ids, step: step, rng: &forgeryRng, fail: fail)
+                failures += try Self.forgeriesAreRefused(h, forger: forger, ids: ids, step: step, rng: &forgeryRng, fail: fail)
             }
             switch Int.random(in: 0..<26, using: &rng) {
             case 0...4:
                 let id = ids.randomElement(using: &rng)!
-                let held = try InProcessHousehold.rows(d.path)[id]
+                let held = try h.rows(d)[id]
                 try h.edit(d, ["{\"id\":\"\(id)\",\"type\":\"note\",\"data\":{\"v\":\(step)}}"])
                 if let held { superseded.append((d.path, step, id, Self.version(held))) }
                 log.append("edit \(id) on \(d.path.suffix(9))")
             case 5:
-                let rows = try InProcessHousehold.rows(d.path).filter { !$0.value.deleted }
+                let rows = try h.rows(d).filter { !$0.value.deleted }
                 if let (id, held) = rows.sorted(by: { $0.key < $1.key }).randomElement(using: &rng) {
                     try h.edit(d, ["{\"id\":\"\(id)\",\"deleted\":true}"])
                     superseded.append((d.path, step, id, Self.version(held)))
@@ -180,13 +231,13 @@ import Testing
                 }
             case 11, 12:
                 try observe()
-                let before = try InProcessHousehold.rows(d.path)
+                let before = try h.rows(d)
                 _ = try h.gc(d)
-                let after = try InProcessHousehold.rows(d.path)
+                let after = try h.rows(d)
                 for (id, r) in before where r.deleted && after[id] == nil {
-                    #expect(d.isOwner, "\(fail("\(id) purged by a member's own collection"))")
+                    check(d.isOwner, fail("\(id) purged by a member's own collection"))
                     for other in [h.owner] + live where other !== d {
-                        #expect((seen[other.path]?[id] ?? .min) >= r.time, "\(fail("\(id) purged before \(other.path.suffix(9)) held its delete"))")
+                        check((seen[other.path]?[id] ?? .min) >= r.time, fail("\(id) purged before \(other.path.suffix(9)) held its delete"))
                     }
                     purged[id] = max(purged[id] ?? .min, r.time)
                 }
@@ -198,13 +249,12 @@ import Testing
                 log.append("jump \(d.path.suffix(9)) to \(d.offset)")
             case 14:
                 let copy = h.dir + "/bk-\(step).db"
-                _ = try Store(path: d.path).backup(to: copy)
+                _ = try h.store(d).backup(to: copy)
                 backups[d.path] = (copy, step)
                 log.append("backup \(d.path.suffix(9))")
             case 15:
                 if let (copy, taken) = backups[d.path] {
-                    for suffix in ["", "-wal", "-shm"] { unlink(d.path + suffix) }
-                    try FileManager.default.copyItem(atPath: copy, toPath: d.path)
+                    try h.restore(d, from: copy)
                     superseded.removeAll { $0.device == d.path && $0.step > taken }
                     restoredSinceSync.insert(d.path)
                     log.append("restore \(d.path.suffix(9))")
@@ -254,9 +304,12 @@ import Testing
                         let bytes = try Data(contentsOf: URL(fileURLWithPath: p))
                         let cut = p + ".cut"
                         try bytes.prefix(Int.random(in: 0..<bytes.count, using: &rng)).write(to: URL(fileURLWithPath: cut))
-                        let before = try InProcessHousehold.digest(to.path)
-                        #expect(throws: BundleError.self, "\(fail("a cut-off part was applied"))") { _ = try h.applyBundle(cut, at: to) }
-                        #expect(try InProcessHousehold.digest(to.path) == before, "\(fail("a refused part changed the store"))")
+                        let before = try h.digest(to)
+                        do {
+                            _ = try h.applyBundle(cut, at: to)
+                            check(false, fail("a cut-off part was applied"))
+                        } catch is BundleError {}
+                        check(try h.digest(to) == before, fail("a refused part changed the store"))
                     }
                 case 3: drawer += delivered.map { ($0, to) }; delivered = []  // kept back, delivered later
                 default: break
@@ -297,15 +350,12 @@ import Testing
                     log.append("rejoin \(m.path.suffix(9))")
                 }
             }
-            try observe()
-            try checkNoResurrection()
+            try checkNoResurrection(try observe())
         }
 
         // Bundles alone converge too: three rounds in which each current member and the owner
-        // exchange bundles, every part delivered (in any order), with no session at all. Not
-        // in the case docs/protocol.md §12b names, which a session repairs: of the first 2,000
-        // seeds, 1548, 1555 and 1855 reach it (1855 also the restored store's edit that
-        // docs/design.md §3.1 says the bound costs).
+        // exchange bundles, every part delivered (in any order), with no session at all (a
+        // writer put back from a copy included: docs/protocol.md §12b "Writes", seeds 1548, 1555).
         for _ in 0..<3 {
             for m in current() {
                 for (from, to) in [(h.owner, m), (m, h.owner)] where !revoked.contains(m.id) {
@@ -327,20 +377,18 @@ import Testing
         }
         /// What each current store holds that the owner's does not, id by id.
         func differences(_ stores: [InProcessHousehold.Device]) throws -> String {
-            let base = try InProcessHousehold.rows(h.owner.path)
+            let base = try h.rows(h.owner)
             var diff: [String] = []
             for d in stores where d.path != h.owner.path {
-                let r = try InProcessHousehold.rows(d.path)
+                let r = try h.rows(d)
                 for id in Set(base.keys).union(r.keys).sorted() where base[id].map({ "\($0)" }) != r[id].map({ "\($0)" }) {
                     diff.append("\(id): owner \(base[id].map { "\($0)" } ?? "none") vs \(d.path.suffix(6)) \(r[id].map { "\($0)" } ?? "none")")
                 }
             }
             return diff.joined(separator: "; ")
         }
-        let byBundles = try ([h.owner] + current()).map { try InProcessHousehold.digest($0.path) }
-        if Set(byBundles).count != 1 {
-            Issue.record("\(fail("stores differ after three rounds of bundles alone: \(try differences([h.owner] + current()))"))")
-        }
+        let byBundles = try ([h.owner] + current()).map { try h.digest($0) }
+        try check(Set(byBundles).count == 1, fail("stores differ after three rounds of bundles alone: \(try differences([h.owner] + current()))"))
 
         // The final rounds: everyone current syncs with the owner, twice.
         for _ in 0..<2 {
@@ -349,17 +397,16 @@ import Testing
             }
         }
         restoredSinceSync = []
-        try checkNoResurrection()
+        try checkNoResurrection([:])
         let stores = [h.owner] + current()
-        let digests = try stores.map { try InProcessHousehold.digest($0.path) }
-        if Set(digests).count != 1 {
-            Issue.record("\(fail("stores differ after every device synced: \(try differences(stores))"))")
-        }
+        let digests = try stores.map { try h.digest($0) }
+        try check(Set(digests).count == 1, fail("stores differ after every device synced: \(try differences(stores))"))
         let currentPaths = Set(stores.map(\.path))
-        for (id, r) in try InProcessHousehold.rows(h.owner.path) {
+        for (id, r) in try h.rows(h.owner) {
             let version = Self.version(r)
             let beaten = superseded.contains { $0.id == id && $0.version == version && currentPaths.contains($0.device) }
-            #expect(!beaten, "\(fail("\(id): the version \(version) won though an edit made after seeing it exists"))")
+            check(!beaten, fail("\(id): the version \(version) won though an edit made after seeing it exists"))
         }
+        return failures
     }
 }

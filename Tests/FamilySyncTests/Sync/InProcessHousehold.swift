@@ -29,6 +29,10 @@ final class InProcessHousehold {
     /// How both sides of every session behave (a small batch count cuts sessions between many batches).
     var options = SyncOptions()
     private let verifier: ProofVerifier
+    /// One open store per device, by path, as a serve keeps its own open: opening a store
+    /// (its checks, its photo file, its schema) costs more than most steps of a schedule.
+    /// Used from the test's thread, and each by one session side at a time.
+    private var stores: [String: Store] = [:]
 
     var all: [Device] { [owner] + members }
 
@@ -42,6 +46,7 @@ final class InProcessHousehold {
         now = start
         verifier = try ProofVerifier()
         let o = try Store(path: dir + "/owner.db")
+        stores[o.path] = o
         _ = try o.write { try o.createFamily(now: start.adding(ownerOffset)) }
         owner = Device(path: o.path, isOwner: true, offset: ownerOffset, id: try o.deviceID)
         for i in 0..<count { _ = try admit(name: "m\(i)") }
@@ -54,6 +59,7 @@ final class InProcessHousehold {
     /// Pairs a new store (as a WELCOME would) and runs its first session.
     func admit(name: String, offset: TimeSpan = .seconds(0)) throws -> Device {
         let m = try Store(path: dir + "/\(name).db")
+        stores[m.path] = m
         let d = Device(path: m.path, isOwner: false, offset: offset, id: try m.deviceID)
         try rejoin(d)
         return d
@@ -61,8 +67,7 @@ final class InProcessHousehold {
 
     /// A new admission of `d`'s store: a new device key, cursors cleared, then a session.
     func rejoin(_ d: Device) throws {
-        let o = try Store(path: owner.path)
-        let m = try Store(path: d.path)
+        let (o, m) = (try store(owner), try store(d))
         let fam = try o.family()!
         let key = try o.write {
             // As the owner's join does: a revoked device invited again starts over.
@@ -84,18 +89,18 @@ final class InProcessHousehold {
     }
 
     func revoke(_ d: Device) throws {
-        let o = try Store(path: owner.path)
+        let o = try store(owner)
         _ = try o.write { try o.revokeDeviceInTransaction(d.id, now: clock(owner)) }
     }
 
     /// Local edits on `d`, stamped by its clock.
     func edit(_ d: Device, _ lines: [String]) throws {
-        let s = try Store(path: d.path)
+        let s = try store(d)
         _ = try s.applyLocalEdits(try lines.map { try Record(line: $0, mode: .localEdit) }, now: clock(d))
     }
 
     func gc(_ d: Device) throws -> GarbageReport {
-        try Store(path: d.path).collectGarbage(now: clock(d))
+        try store(d).collectGarbage(now: clock(d))
     }
 
     /// One session between member `m` and the owner whose connection is cut
@@ -165,16 +170,21 @@ final class InProcessHousehold {
     /// A bundle from `from` for `to` (docs/protocol.md §12b), as its parts'
     /// paths; `maxBytes` may be below the tool's minimum, to make many parts.
     func writeBundle(from: Device, to: Device, maxBytes: Int64?) throws -> [String] {
-        let s = try Store(path: from.path)
+        let s = try store(from)
         let fam = try s.family()!
         let path = dir + "/bundle-" + UUID().uuidString
         return try BundleWriter.write(store: s, family: fam, me: from.id, to: to.id, path: path, maxBytes: maxBytes,
                                       now: clock(from), verifier: verifier, warn: { _ in }).parts
     }
 
+    /// A bundle from `from` to `to`, every part applied there, in order.
+    func carry(from: Device, to: Device) throws {
+        for p in try writeBundle(from: from, to: to, maxBytes: nil) { _ = try applyBundle(p, at: to) }
+    }
+
     /// Applies one part at `d`, as `peer-sync unbundle` does.
     func applyBundle(_ path: String, at d: Device) throws -> BundleApplySummary {
-        try Bundles.apply(store: try Store(path: d.path), path: path, now: clock(d), verifier: verifier, emit: { _, _ in })
+        try Bundles.apply(store: try store(d), path: path, now: clock(d), verifier: verifier, emit: { _, _ in })
     }
 
     /// One session between member `m` and the owner; both sides' summaries.
@@ -192,7 +202,7 @@ final class InProcessHousehold {
 
     private func session(_ m: Device, via relay: TCPSocket?, relayPort: UInt16, cutAfter: Int,
                          owner: Device) throws -> (client: Result<SyncSummary, any Error>, server: Result<SyncSummary, any Error>) {
-        let o = try Store(path: owner.path), s = try Store(path: m.path)
+        let o = try store(owner), s = try store(m)
         let fam = try o.family()!, mfam = try s.family()!
         let key = try SessionKeys.devicePSK(deviceKey: try s.ownDeviceKey()!, family: fam.id, client: m.id, server: owner.id)
         let identity = try s.sessionCredentials(server: owner.id).identity
@@ -249,12 +259,43 @@ final class InProcessHousehold {
         return (client, server)
     }
 
-    /// Every row of a store: id → (modifiedAt, deleted, deviceId, line).
-    static func rows(_ path: String) throws -> [String: (time: Int64, deleted: Bool, device: String, line: String)] {
-        let s = try Store(path: path)
+    /// `d`'s store, open from its first use until `replacingStore` (or the household's end).
+    func store(_ d: Device) throws -> Store {
+        if let s = stores[d.path] { return s }
+        let s = try Store(path: d.path)
+        stores[d.path] = s
+        return s
+    }
+
+    /// Runs `body`, which puts other files in place of `d`'s store (a copy put back), with the
+    /// store closed: an open connection would go on reading the file that was there before.
+    func replacingStore(_ d: Device, _ body: () throws -> Void) throws {
+        stores[d.path] = nil
+        try body()
+    }
+
+    /// Puts `d`'s store back from `copy` (a backup), as a household restoring one would.
+    func restore(_ d: Device, from copy: String) throws {
+        try replacingStore(d) {
+            for suffix in ["", "-wal", "-shm"] { unlink(d.path + suffix) }
+            try FileManager.default.copyItem(atPath: copy, toPath: d.path)
+        }
+    }
+
+    typealias Rows = [String: (time: Int64, deleted: Bool, device: String, line: String)]
+
+    /// Every row of `d`'s store: id → (modifiedAt, deleted, deviceId, line).
+    func rows(_ d: Device) throws -> Rows { try Self.rows(of: try store(d)) }
+
+    func digest(_ d: Device) throws -> String { try store(d).recordStateDigest() }
+
+    /// Every row of the store at `path`, opened for this: id → (modifiedAt, deleted, deviceId, line).
+    static func rows(_ path: String) throws -> Rows { try rows(of: try Store(path: path)) }
+
+    static func rows(of s: Store) throws -> Rows {
         let st = try s.db.prepare("SELECT id, modified_at, deleted, device_id, line FROM records")
         defer { st.reset() }
-        var out: [String: (Int64, Bool, String, String)] = [:]
+        var out: Rows = [:]
         while try st.step() { out[st.text(0)] = (st.int64(1), st.int64(2) == 1, st.text(3), st.text(4)) }
         return out
     }

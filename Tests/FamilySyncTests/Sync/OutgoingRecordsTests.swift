@@ -152,8 +152,7 @@ import Testing
         for _ in 0..<5 where made == nil { made = try Self.deliveredByACutOffSession() }
         let (h, m, copy) = try #require(made, "a cut fell after the member's records and before either side's cursors moved")
         // The member's store is restored from the copy: it lost its 200 edits, and its cursors are the owner's.
-        for suffix in ["", "-wal", "-shm"] { unlink(m.path + suffix) }
-        try FileManager.default.copyItem(atPath: copy, toPath: m.path)
+        try h.restore(m, from: copy)
         #expect(try InProcessHousehold.rows(m.path).keys.contains("m-0") == false)
         // The owner does not send them back at once (they came from the member); the digests disagree, so the next session sends everything.
         let (first, _) = try h.sync(m)

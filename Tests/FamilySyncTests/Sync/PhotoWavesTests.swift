@@ -229,4 +229,24 @@ import Testing
         #expect(try v.handleData(Self.data([], offset: 0, total: 0), now: Timestamp.current()) == nil)
         #expect(v.received == 1)
     }
+
+    /// §7.5: a requester never asks for a hash twice, so a second answer for a photo already
+    /// answered (a responder that answers a repeated request again) is a protocol error here.
+    @Test func aSecondAnswerForAPhotoAlreadyAnsweredIsRefused() throws {
+        let (s, dir) = try RT.store()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let bytes = (0..<3_000).map { UInt8(truncatingIfNeeded: $0 &* 5) }
+        let h = Hex.encode(SHA256.hash(bytes))
+        _ = try s.applyRemote([try SyncStateTests.record("a", photos: [h])], now: Timestamp.current())
+        let w = PhotoWaves(store: s, waveTimeout: .seconds(30))
+        #expect(try w.nextWave(recordsComplete: true) == [h])
+        var answer = Self.data(bytes, offset: 0, total: bytes.count)
+        answer.payload += bytes
+        #expect(try w.handleData(answer, now: Timestamp.current()) == nil)
+        #expect(try s.hasPhoto(h))
+        #expect { try w.handleData(answer, now: Timestamp.current()) } throws: {
+            ($0 as? ProtocolError)?.message == "PHOTO-DATA for a photo already answered"
+        }
+        #expect(w.received == 1)
+    }
 }

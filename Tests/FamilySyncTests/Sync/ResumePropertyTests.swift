@@ -47,7 +47,7 @@ import Testing
         try h.edit(m, (4...8).map { "{\"id\":\"m-\($0)\",\"type\":\"note\",\"data\":{}}" })
         let marked = try Store(path: m.path).currentChangeSeq
         #expect(marked > after)
-        let chain = try ResumePoint.newChain()
+        let chain = try RandomName.make()
         let (ms, os) = (try Store(path: m.path), try Store(path: h.owner.path))
         try ms.write { try ms.setResumePointInTransaction(ResumePoint(chain: chain, after: after, upTo: marked), peer: h.owner.id, .outgoing) }
         try os.write { try os.setResumePointInTransaction(ResumePoint(chain: chain, after: after, upTo: marked + 10), peer: m.id, .incoming) }
@@ -184,8 +184,7 @@ import Testing
             case 10, 11:
                 let d = race ?? (Bool.random(using: &rng) ? h.owner : m)
                 if let copy = backups[d.path] {
-                    for suffix in ["", "-wal", "-shm"] { unlink(d.path + suffix) }
-                    try FileManager.default.copyItem(atPath: copy, toPath: d.path)
+                    try h.restore(d, from: copy)
                     restored = true
                     log.append("restore \(d.isOwner ? "owner" : "member")")
                 }

@@ -59,9 +59,11 @@ import Testing
         try h.sync(m)
         #expect(try Store(path: m.path).acknowledgedByFamily > 0)
         // The member's store goes back to the copy: HELLO shows it, the owner forgets its points.
-        for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: m.path + suffix) }
-        for suffix in ["", "-wal"] where FileManager.default.fileExists(atPath: copy + suffix) {
-            try FileManager.default.copyItem(atPath: copy + suffix, toPath: m.path + suffix)
+        try h.replacingStore(m) {
+            for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: m.path + suffix) }
+            for suffix in ["", "-wal"] where FileManager.default.fileExists(atPath: copy + suffix) {
+                try FileManager.default.copyItem(atPath: copy + suffix, toPath: m.path + suffix)
+            }
         }
         try h.sync(m)
         #expect(try Store(path: m.path).acknowledgedByFamily == 0)

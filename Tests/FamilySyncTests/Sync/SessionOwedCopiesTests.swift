@@ -50,4 +50,31 @@ import Testing
         #expect(try owner.supersededReturns(peer: m.id).isEmpty)
         #expect(try InProcessHousehold.rows(m.path)["r"]?.line.contains(#""v":2"#) == true)
     }
+
+    /// Two deletes of one record by one member, an edit between them, look alike (a delete's
+    /// content is only that it is deleted): the second is not a copy of the first. The owner's
+    /// clock is behind since the first, so it pulls the second back where it arrives, to just
+    /// after the first; neither side may keep the first as the second's copy (seed 6540).
+    @Test func aSecondDeleteIsNotTakenForACopyOfTheFirst() throws {
+        let h = try InProcessHousehold(members: 1, start: Timestamp(rfc3339: "2026-03-01T00:00:00.000Z")!)
+        let m = h.members[0]
+        try h.edit(m, [#"{"id":"r","type":"note","data":{"v":0}}"#])
+        try h.sync(m)
+        h.now = h.now.adding(.days(1))
+        try h.edit(m, [#"{"id":"r","deleted":true}"#])
+        try h.sync(m)
+        let first = try #require(try h.rows(h.owner)["r"])
+        h.owner.offset = .days(-30)
+        h.now = h.now.adding(.days(1))
+        try h.edit(m, [#"{"id":"r","type":"note","data":{"v":1}}"#])
+        h.now = h.now.adding(.hours(1))
+        try h.edit(m, [#"{"id":"r","deleted":true}"#])
+        try h.sync(m)
+        try h.sync(m)
+        for d in h.all {
+            let r = try #require(try h.rows(d)["r"])
+            #expect(r.deleted && r.time > first.time, "the second delete, made after the edit, wins on \(d.path.suffix(9)): \(r.line)")
+        }
+        #expect(try h.digest(m) == h.digest(h.owner))
+    }
 }

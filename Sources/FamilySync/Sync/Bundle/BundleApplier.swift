@@ -75,9 +75,13 @@ enum BundleApplier {
                 var received = FamilyStatement.Received()
                 var assembly: PhotoAssembly?
                 var kept: [Int64] = [], owed: [ApplySummary.OwedCopy] = []
+                // Which of this store's writes the writer's `ack` counts from: nil when it names none (a first
+                // bundle, or a writer of revision 5); 0 when it names one this store did not make in the history it
+                // holds now (this store was put back from a copy since), so the `ack` counts other changes.
+                let ackedWrite: Int64? = try head.ackToken.map { try store.bundleWriteNumber(peer: h.from, token: $0) ?? 0 }
                 // The writer's acknowledgement, when it is one this store can take (below), ends what is owed to
                 // it first: a version of its that comes in this part after it took the copy is a new one.
-                if family.role == .owner, head.ack <= ownChanges, head.ack >= state.sent {
+                if family.role == .owner, head.ack <= ownChanges, head.ack >= state.sent, ackedWrite != 0 {
                     try store.dropReturnsInTransaction(peer: h.from, upTo: head.ack)
                 }
                 var decoder = FrameDecoder()
@@ -101,13 +105,16 @@ enum BundleApplier {
                                 summary.recordsReceived += Int64(scans.count)
                                 return try store.applyRemoteInTransaction(base, scans, now: now, watching: nil, bound: bound,
                                                                           adoptOwnerCopiesOf: adopt, keepOwnCopiesOf: keep, from: h.from,
-                                                                          authorship: authorship)
+                                                                          authorship: authorship, reportingHeldOver: true)
                             }
                             summary.recordsApplied += Int64(s.applied)
                             summary.recordsPurged += Int64(s.purged)
                             summary.recordsClampedIn += Int64(s.clamped)
                             summary.recordsUnattributed += Int64(s.unattributed)
                             kept += s.ownCopiesKept
+                            // The writer's own version of these lost here: it does not hold ours, which may
+                            // be behind its acknowledgement (it rejected ours before it pulled its own back).
+                            kept += s.heldOver
                             owed += s.owed
                         case .photoData:
                             let p = f.payload
@@ -137,13 +144,17 @@ enum BundleApplier {
                     }
                 }
                 if summary.recordsUnattributed > 0 { warnings.append(Authorship.refusalWarning(summary.recordsUnattributed, from: h.from)) }
-                // Copies kept here in place of the writer's go back to it in the next bundle.
+                // Copies kept here in place of the writer's, and rows that beat what it sent, go back to it in the next bundle.
                 _ = try store.resendRowsInTransaction(kept)
                 // The owner's copies of its member's versions are owed to it until it acknowledges them, even
                 // when an edit here replaces one first: the member takes the copy, and then what replaced it.
                 if family.role == .owner { try store.queueReturnsInTransaction(peer: h.from, owed: owed) }
                 // The writer's word on how far of ours it holds.
-                if head.ack > ownChanges {
+                if ackedWrite == 0 {
+                    warnings.append("\(h.from) acknowledges a bundle this store has no record of writing (the store was restored from a copy or joined again since, or has written \(Store.rememberedBundleWrites) bundles to \(h.from) after that one); the next bundle to \(h.from) carries everything")
+                    state.sent = 0
+                    state.resendUntil = Int64.max
+                } else if head.ack > ownChanges {
                     // It holds more of our changes than this store ever made: this store went back in time.
                     warnings.append("\(h.from) holds changes of this device's up to \(head.ack), but this store has made only \(ownChanges): it was restored from a copy; the next bundle to \(h.from) carries everything")
                     state.sent = 0
@@ -155,6 +166,7 @@ enum BundleApplier {
                 } else {
                     state.sent = head.ack
                     if state.resendUntil != Int64.max, state.resendUntil != 0, head.ack >= state.resendUntil { state.resendUntil = 0 }
+                    if let n = ackedWrite { try store.forgetBundleWritesInTransaction(peer: h.from, before: n) }
                 }
                 if head.changes < state.recv {
                     // The writer has made fewer changes than this store holds of it: its numbers mean other changes now.
@@ -167,7 +179,8 @@ enum BundleApplier {
                 state.wants = head.wants
                 // The part's photos on disk before the part commits and counts them as held.
                 try store.flushStagedPhotos()
-                try store.recordBundlePartInTransaction(h.id, peer: h.from, after: checked.after, upTo: checked.upTo, state: &state, now: now)
+                let write = head.token.map { Store.BundleWrite(token: $0, number: h.write, clock: head.clock.milliseconds, base: head.base ?? 0) }
+                try store.recordBundlePartInTransaction(h.id, peer: h.from, after: checked.after, upTo: checked.upTo, write: write, state: &state, now: now)
                 summary.cursor = state.recv
                 return received
             }
@@ -258,6 +271,7 @@ enum BundleApplier {
                     let after = try r.int("after"), upTo = try r.int("upTo")
                     // Never nil: frame 1 was the head.
                     guard upTo >= after, upTo <= head!.changes else { throw ProtocolError("bundle end: range (\(after), \(upTo)] is not within the writer's \(head!.changes) changes") }
+                    if let base = head?.base, after < base { throw ProtocolError("bundle end: range (\(after), \(upTo)] starts below the write's base \(base)") }
                     guard try r.int("records") == records, try r.int("photos") == photos, try r.int("purgeBatches") == purges else {
                         throw ProtocolError("bundle end counts \(try r.int("records")) records, \(try r.int("photos")) photos and \(try r.int("purgeBatches")) purge batches, but the part holds \(records), \(photos) and \(purges)")
                     }

@@ -14,14 +14,26 @@ struct BundleHead {
     /// The writer's change counter when it wrote the part.
     var changes: Int64
     var wants: [String]
+    /// Revision 6: this write's name (RandomName, the same in every part) and the change number its range
+    /// starts after; and the name of the reader's write that `ack` counts from (nil: none, or a writer of
+    /// revision 5, whose `ack` the reader takes as before).
+    var token: String?
+    var base: Int64?
+    var ackToken: String?
 
     var json: JSONValue {
-        .object([("protocol", .int(Int64(SyncProtocol.version))), ("device", .string(device)), ("role", .string(role.rawValue)),
-                 ("clock", .string(clock.rfc3339)), ("epoch", .int(epoch)), ("ack", .int(ack)), ("applied", .int(applied)), ("changes", .int(changes)), ("wants", .array(wants.map { .string($0) }))])
+        var o: [(String, JSONValue)] = [("protocol", .int(Int64(SyncProtocol.version))), ("device", .string(device)), ("role", .string(role.rawValue)),
+                                        ("clock", .string(clock.rfc3339)), ("epoch", .int(epoch)), ("ack", .int(ack)), ("applied", .int(applied)),
+                                        ("changes", .int(changes)), ("wants", .array(wants.map { .string($0) }))]
+        if let token, let base { o += [("token", .string(token)), ("base", .int(base))] }
+        o.append(("ackToken", .optional(ackToken)))
+        return .object(o)
     }
 
-    init(device: String, role: FamilyInfo.Role, clock: Timestamp, epoch: Int64, ack: Int64, applied: Int64, changes: Int64, wants: [String]) {
+    init(device: String, role: FamilyInfo.Role, clock: Timestamp, epoch: Int64, ack: Int64, applied: Int64, changes: Int64, wants: [String],
+         token: String?, base: Int64?, ackToken: String?) {
         (self.device, self.role, self.clock, self.epoch, self.ack, self.applied, self.changes, self.wants) = (device, role, clock, epoch, ack, applied, changes, wants)
+        (self.token, self.base, self.ackToken) = (token, base, ackToken)
     }
 
     init(_ f: Frame) throws(ProtocolError) {
@@ -42,6 +54,9 @@ struct BundleHead {
             guard case let .string(h) = v, PhotoHash.isValid(h) else { throw ProtocolError("bundle head field 'wants': not a list of SHA-256 hashes in lower-case hex") }
             return h
         }
+        token = try r.optionalRandomName("token")
+        base = token == nil ? nil : try r.int("base", max: changes)
+        ackToken = try r.optionalRandomName("ackToken")
     }
 }
 
@@ -98,6 +113,9 @@ enum BundleWriter {
         defer { familyJSON.withUnsafeMutableBytes { _ = $0.initializeMemory(as: UInt8.self, repeating: 0) } }
         let wants = try store.wantedPhotos(limit: BundleLimits.maxWanted)
         let write = state.written + 1
+        // The reader echoes this name with its acknowledgement: one it cannot find here means the reader
+        // counted changes of a history this store no longer holds (§12b), and everything goes again.
+        let token = try RandomName.make()
         var summary = BundleWriteSummary(to: peer, after: start, upTo: snapshot, full: full, write: write)
 
         var partAfter = start
@@ -114,8 +132,9 @@ enum BundleWriter {
             guard n <= BundleLimits.maxParts else { throw BundleError(.malformed, "the bundle would need more than \(BundleLimits.maxParts) parts; give a larger --max-bytes") }
             let header = BundleHeader(family: family.id, from: me, to: peer, key: kind, epoch: epoch, id: Hex.encode(try secureRandomBytes(16)), write: write, part: Int64(n))
             let s = try BundleSealer(path: partPath(n), header: header, held: held)
-            try s.append(.hello, Array(BundleHead(device: me, role: family.role, clock: now, epoch: epoch,
-                                                   ack: state.recv, applied: state.applied, changes: snapshot, wants: wants).json.serialized.utf8))
+            try s.append(.hello, Array(BundleHead(device: me, role: family.role, clock: now, epoch: epoch, ack: state.recv, applied: state.applied,
+                                                   changes: snapshot, wants: wants, token: token, base: start,
+                                                   ackToken: state.newest?.token).json.serialized.utf8))
             try s.append(.family, familyJSON)
             partAfter = after
             (partRecords, partPhotos, partPurges, partReturned) = (0, 0, 0, 0)
@@ -221,7 +240,10 @@ enum BundleWriter {
         }
         state.written = write
         if full { state.resendUntil = snapshot }
-        try store.write { try store.setBundlePeerInTransaction(peer, state) }
+        try store.write {
+            try store.setBundlePeerInTransaction(peer, state)
+            try store.rememberBundleWriteInTransaction(peer: peer, token: token, number: write)
+        }
         done = true
         return summary
     }
