@@ -172,7 +172,7 @@ import Testing
     @Test func aHeadsWriteNamesAreChecked() throws {
         let token = String(repeating: "0f", count: 16)
         func head(_ extra: String) throws -> BundleHead {
-            let text = #"{"protocol":3,"device":"AAAAAAAA-AAAA-4AAA-8AAA-AAAAAAAAAAAA","role":"member","clock":"2026-03-01T00:00:00.000Z","epoch":1,"ack":0,"applied":0,"changes":7,"wants":[]"# + extra + "}"
+            let text = #"{"protocol":\#(SyncProtocol.version),"device":"AAAAAAAA-AAAA-4AAA-8AAA-AAAAAAAAAAAA","role":"member","clock":"2026-03-01T00:00:00.000Z","epoch":1,"ack":0,"applied":0,"changes":7,"wants":[]"# + extra + "}"
             return try BundleHead(Frame(.hello, Array(text.utf8)))
         }
         #expect(try head("").token == nil)

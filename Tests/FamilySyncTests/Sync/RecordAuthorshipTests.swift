@@ -77,8 +77,7 @@ import Testing
         try h.sync(relay)
         let (o1, g1) = (try Self.line(h.owner, "o-1"), try Self.line(h.owner, "g-1"))
         #expect(o1.contains(#""authorship":""#) && g1.contains(#""authorship":""#), "stamped edits carry their author's tag")
-        for suffix in ["", "-wal", "-shm"] { unlink(h.owner.path + suffix) }
-        try FileManager.default.copyItem(atPath: copy, toPath: h.owner.path)
+        try h.restore(h.owner, from: copy)
         #expect(try InProcessHousehold.rows(h.owner.path)["o-1"] == nil)
         let (_, server) = try h.sync(relay)
         #expect(server.recordsUnattributed == 0)
