@@ -64,13 +64,15 @@ wait "$serve_pid"
 sed 's/^/--add-photo\n/' "$work/lib/photo-list" | tr '\n' '\0' | xargs -0 "$bin/merge-records" --db "$work/owner.db" > /dev/null
 "$bin/merge-records" --db "$work/owner.db" --stamp < "$work/lib/records.ndjson" > /dev/null
 rm -rf "$work/lib"
+# A store is its file, its log and its photo index and pack: each trial starts from all of them as they were.
+files="db db-wal db-photos db-photos-pack"
 for db in owner kid; do
-    for f in "$work/$db.db" "$work/$db.db-wal"; do [ -e "$f" ] && cp "$f" "$f.base"; done
+    for f in $files; do [ -e "$work/$db.$f" ] && cp "$work/$db.$f" "$work/$db.$f.base"; done
 done
 restore() {
     for db in owner kid; do
-        rm -f "$work/$db.db" "$work/$db.db-wal" "$work/$db.db-shm"
-        for f in "$work/$db.db" "$work/$db.db-wal"; do [ -e "$f.base" ] && cp "$f.base" "$f"; done
+        for f in $files db-shm db-photos-journal; do rm -f "$work/$db.$f"; done
+        for f in $files; do [ -e "$work/$db.$f.base" ] && cp "$work/$db.$f.base" "$work/$db.$f"; done
     done
     sync
 }

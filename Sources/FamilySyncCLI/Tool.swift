@@ -42,7 +42,7 @@ public final class ToolContext {
             warn("store \(storePath) was mode \(String(m, radix: 8)), readable by others; it holds the family's keys, so it is 0600 now")
         }
         if s.photosForgotten > 0 {
-            warn("store \(storePath) had no photo file (\(s.photoFilePath)): the \(s.photosForgotten) photos it held are wanted again from its peers")
+            warn("store \(storePath) had no photo file or pack (\(s.photoFilePath), \(s.photoPackPath)): the \(s.photosForgotten) photos it held are wanted again from its peers")
         }
         openedStore = s
         if !existed {

@@ -64,7 +64,7 @@ public enum PeerFinder {
     /// Races `known` (address and the device last there) against a browse
     /// that keeps what `recognise` accepts (no browse when it is nil).
     /// `excluding`: addresses that answered without proving the family's key
-    /// this pass, passed over even when they advertise the family's tag (a
+    /// this pass, passed over even when they advertise a device's tag (a
     /// tag seen on the network can be repeated by anyone).
     /// Throws `SyncError.nobodyAnswered` with what was tried when nothing answers.
     public static func find(known: [(HostPort, String?)], recognise: Recogniser?, what: String,

@@ -78,8 +78,9 @@ extension Record {
         }
     }
 
+    /// The photo hashes records name: a SHA-256 in 64 lower-case hex digits.
     public static func isPhotoHash(_ h: String) -> Bool {
-        h.utf8.count == 64 && h.utf8.allSatisfy { ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x61 && $0 <= 0x66) }
+        Hex.isLowercase(h.utf8, digits: 64)
     }
 
     /// The same record with a new `modifiedAt` (the clamp, or a local stamp)

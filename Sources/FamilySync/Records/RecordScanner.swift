@@ -379,11 +379,7 @@ public enum RecordScanner {
     }
 
     static func isLowerHex(_ p: UnsafePointer<UInt8>, _ n: Int) -> Bool {
-        for k in 0..<n {
-            let c = p[k]
-            if !((c >= 0x30 && c <= 0x39) || (c >= 0x61 && c <= 0x66)) { return false }
-        }
-        return true
+        Hex.isLowercase(UnsafeBufferPointer(start: p, count: n), digits: n)
     }
 
     /// The decoded UTF-8 bytes of a string span (escapes resolved). The span

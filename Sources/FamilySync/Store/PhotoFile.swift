@@ -44,6 +44,17 @@ final class PhotoFile {
     /// store version 9 wrote it; they move to the pack when it is opened for
     /// writing (`moveBytesToPack`).
     static let packFormat: Int32 = 1
+    /// The index: where in the pack each photo's bytes are, and where the pack ends.
+    static let indexTables = """
+        CREATE TABLE IF NOT EXISTS photo_pack (
+            sha256 TEXT PRIMARY KEY,
+            added_at INTEGER NOT NULL,
+            offset INTEGER NOT NULL,
+            size INTEGER NOT NULL
+        ) WITHOUT ROWID;
+        CREATE TABLE IF NOT EXISTS pack_state (only INTEGER PRIMARY KEY CHECK (only = 1), end_offset INTEGER NOT NULL);
+
+        """
 
     let path: String
     let db: Database
@@ -115,14 +126,7 @@ final class PhotoFile {
             // write lock while it stages photos, and opening must not wait for it.
             if format < PhotoFile.packFormat || pack.fileSize() == nil {
                 try db.transaction {
-                    try db.execute("""
-                        CREATE TABLE IF NOT EXISTS photo_pack (
-                            sha256 TEXT PRIMARY KEY,
-                            added_at INTEGER NOT NULL,
-                            offset INTEGER NOT NULL,
-                            size INTEGER NOT NULL
-                        ) WITHOUT ROWID;
-                        CREATE TABLE IF NOT EXISTS pack_state (only INTEGER PRIMARY KEY CHECK (only = 1), end_offset INTEGER NOT NULL);
+                    try db.execute(PhotoFile.indexTables + """
                         INSERT OR IGNORE INTO pack_state (only, end_offset) VALUES (1, 0);
                         PRAGMA application_id = \(PhotoFile.applicationID);
                         """)
@@ -329,10 +333,7 @@ final class PhotoFile {
     func copy(_ wanted: Set<String>, to target: String, pack packTarget: String) throws -> Set<String> {
         let copy = try Database(path: target)
         defer { try? copy.close() }
-        try copy.execute("""
-            PRAGMA journal_mode = PERSIST; PRAGMA synchronous = FULL;
-            CREATE TABLE photo_pack (sha256 TEXT PRIMARY KEY, added_at INTEGER NOT NULL, offset INTEGER NOT NULL, size INTEGER NOT NULL) WITHOUT ROWID;
-            CREATE TABLE pack_state (only INTEGER PRIMARY KEY CHECK (only = 1), end_offset INTEGER NOT NULL);
+        try copy.execute("PRAGMA journal_mode = PERSIST; PRAGMA synchronous = FULL;" + PhotoFile.indexTables + """
             PRAGMA application_id = \(PhotoFile.applicationID); PRAGMA user_version = \(PhotoFile.packFormat);
             """)
         let out = PhotoPack(path: packTarget)

@@ -2,8 +2,8 @@ import CSQLite
 import FoundationEssentials
 import Glibc
 
-/// Photos, content-addressed by SHA-256: their bytes in the photo file
-/// beside the store (PhotoFile.swift), and in the store which of them it
+/// Photos, content-addressed by SHA-256: their bytes in the pack beside the
+/// store, indexed by the photo file (PhotoFile.swift, PhotoPack.swift), and in the store which of them it
 /// holds, a row made only once the bytes are on disk.
 extension Store {
     /// The largest photo accepted, in bytes.

@@ -17,7 +17,6 @@ struct ResumePoint: Equatable, Sendable {
     var chain: String
     var after: Int64
     var upTo: Int64
-
 }
 
 extension Store {

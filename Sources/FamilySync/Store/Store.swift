@@ -86,11 +86,13 @@ public final class Store {
     /// journal, and the photos' pack.
     public static let companionSuffixes = ["-wal", "-shm", "-journal", PhotoFile.suffix, PhotoFile.suffix + "-journal", PhotoPack.suffix]
 
-    /// The photo file beside the store, which holds the photos' bytes.
+    /// The photo file beside the store: the index of the photos' bytes, which are in its pack.
     public var photoFilePath: String { photoFile.path }
+    /// The photos' bytes, beside the photo file.
+    public var photoPackPath: String { photoFile.pack.path }
 
     /// How many photos the store took for held when opened, whose photo file
-    /// was missing: they are wanted again (a tool says so on stderr).
+    /// or pack was missing: they are wanted again (a tool says so on stderr).
     public private(set) var photosForgotten = 0
 
     private init(path: String, db: Database, photoFile: PhotoFile) {
@@ -343,7 +345,6 @@ public final class Store {
     public func setting(_ key: String) throws -> String? { try value(.settings, key) }
     public func setSetting(_ key: String, _ value: String?) throws { try setValue(.settings, key, value) }
 
-    /// Secret material, read straight from SQLite into its owner; callers must never print or log it.
     /// SQLite's `data_version` on this connection: it changes whenever
     /// another connection commits, so a reader knows when what it derived
     /// from the store (the keys a server tries) must be read again.
@@ -351,6 +352,7 @@ public final class Store {
         get throws { try db.scalarInt("PRAGMA data_version") ?? 0 }
     }
 
+    /// Secret material, read straight from SQLite into its owner; callers must never print or log it.
     public func secret(_ name: String) throws -> SecretBytes? {
         let s = try db.prepare("SELECT value FROM secrets WHERE name = ?")
         try s.bind([.text(name)])

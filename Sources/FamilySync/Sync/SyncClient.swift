@@ -382,8 +382,9 @@ public final class SyncClient {
     /// Redeems `offer` at `address`: proves the nonce, sends JOIN, and on
     /// WELCOME stores the family, its key and this device's key, then runs a
     /// first sync on the same connection. Any refusal leaves the store as it was.
-    /// With `browse`, the owner's service is browsed for at the same time
-    /// (it names the offer by a tag only its holder recognises), so an offer
+    /// With `browse`, the services on the network are browsed for at the same
+    /// time and tried in turn (a sealed pairing identity that only the offer's
+    /// maker can read; at most `SyncLimits.maxJoinCandidates`), so an offer
     /// whose address went stale, or that carries none, still finds the owner.
     /// `name`: what this device calls itself (DeviceName), sent in JOIN for the owner to keep.
     /// `acceptNewOwnerKey`: join again even when the owner's device does not

@@ -102,7 +102,7 @@ public enum SyncLimits {
     /// (§3.3): a member holds one, the owner one per device it admitted,
     /// current members first, then the most recently revoked. The roster
     /// holds as many entries at most, so a family never has more current.
-    public static let maxTrialDeviceKeys = 256
+    public static let maxTrialDeviceKeys = FamilyMessage.maxRosterEntries
     /// Offers the owner recognises in a pairing identity: the newest made,
     /// open or not (an older offer's redemption is an unknown key).
     public static let maxRecognisedOffers = 16

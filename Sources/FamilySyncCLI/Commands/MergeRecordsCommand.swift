@@ -42,7 +42,7 @@ public enum MergeRecordsCommand {
         name: "merge-records",
         abstract: "Merge record sets by last-writer-wins; apply, stamp and export the store",
         discussion: """
-        merge-records applies the last-writer-wins rule of family-sync to NDJSON records, one JSON object per line: {"id","type","modifiedAt","deviceId","deleted","data","photos"}. It is the same code peer-sync applies records with.
+        merge-records applies the last-writer-wins rule of family-sync to NDJSON records, one JSON object per line: {"id","type","modifiedAt","deviceId","deleted","data","photos","authorship"}. It is the same code peer-sync applies records with.
 
         Pure mode, merge-records [--now TIME] LOCAL REMOTE, reads two record sets (either may be -, standard input) and writes the merged set to standard output, one line per id, sorted by id in byte order. For each id the version kept is chosen by the rule below; duplicates of an id inside one input are resolved by the same rule, so a change log is a valid input. Winners are written verbatim: the original bytes of the line, unknown fields included, with only modifiedAt rewritten when it is not already in canonical form or was clamped (a clamped line keeps its authorship tag, with the time its author gave after the digits; a line whose time is rewritten otherwise loses it).
 

@@ -272,7 +272,13 @@ public enum PeerSyncCommand {
             progress (phase, wave, bytes, rate, records and photos received \
             and sent, photos unavailable), done-sent, done-received, \
             synced, ended (outcome), busy, refused (reason, message), rejected, \
-            peer-hint, unreachable, revoked, warning, keyless.
+            peer-hint, unreachable, revoked, warning, keyless, purged \
+            (records), roster (version; adopted and revoked when a newer \
+            roster was taken), via (command: a session over a command's \
+            pipe), trying (peer, address: a remembered address), browsing \
+            (passingOver: addresses that failed to prove the key, skipped), \
+            passing-over (address, next: join goes on to the next service \
+            found after one that did not know the offer).
 
             A listening serve sums up the connections that never proved a key: \
             rejected (a failed handshake), refused with authenticated false \

@@ -76,7 +76,7 @@ enum BundleApplier {
                 var assembly: PhotoAssembly?
                 var kept: [Int64] = [], owed: [ApplySummary.OwedCopy] = []
                 // Which of this store's writes the writer's `ack` counts from: nil when it names none (a first
-                // bundle, or a writer of revision 5); 0 when it names one this store did not make in the history it
+                // bundle, or a writer of revision 6 or 7); 0 when it names one this store did not make in the history it
                 // holds now (this store was put back from a copy since), so the `ack` counts other changes.
                 let ackedWrite: Int64? = try head.ackToken.map { try store.bundleWriteNumber(peer: h.from, token: $0) ?? 0 }
                 // The writer's acknowledgement, when it is one this store can take (below), ends what is owed to

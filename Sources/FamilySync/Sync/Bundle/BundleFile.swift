@@ -90,7 +90,7 @@ struct BundleHeader: Equatable {
         key = k
         epoch = try r.int("epoch", max: SyncLimits.maxEpoch)
         id = try r.string("id", maxBytes: 32)
-        guard Hex.isLowercase(id.utf8, digits: 32) else { throw ProtocolError("bundle header field 'id': not 32 lower-case hex digits") }
+        guard RandomName.isValid(id) else { throw ProtocolError("bundle header field 'id': not 32 lower-case hex digits") }
         write = try r.int("write", min: 1, max: BundleLimits.maxNumber)
         part = try r.int("part", min: 1, max: Int64(BundleLimits.maxParts))
     }

@@ -14,9 +14,9 @@ struct BundleHead {
     /// The writer's change counter when it wrote the part.
     var changes: Int64
     var wants: [String]
-    /// Revision 6: this write's name (RandomName, the same in every part) and the change number its range
+    /// Revision 8: this write's name (RandomName, the same in every part) and the change number its range
     /// starts after; and the name of the reader's write that `ack` counts from (nil: none, or a writer of
-    /// revision 5, whose `ack` the reader takes as before).
+    /// revision 6 or 7, whose `ack` the reader takes as before).
     var token: String?
     var base: Int64?
     var ackToken: String?
@@ -51,19 +51,12 @@ struct BundleHead {
             throw ProtocolError("bundle head field 'wants': not an array of at most \(BundleLimits.maxWanted) photo hashes")
         }
         wants = try list.map { v throws(ProtocolError) in
-            guard case let .string(h) = v, PhotoHash.isValid(h) else { throw ProtocolError("bundle head field 'wants': not a list of SHA-256 hashes in lower-case hex") }
+            guard case let .string(h) = v, Record.isPhotoHash(h) else { throw ProtocolError("bundle head field 'wants': not a list of SHA-256 hashes in lower-case hex") }
             return h
         }
         token = try r.optionalRandomName("token")
         base = token == nil ? nil : try r.int("base", max: changes)
         ackToken = try r.optionalRandomName("ackToken")
-    }
-}
-
-/// The photo hashes records name: 64 lower-case hex digits.
-enum PhotoHash {
-    static func isValid(_ h: String) -> Bool {
-        Hex.isLowercase(h.utf8, digits: 64)
     }
 }
 
@@ -130,7 +123,7 @@ enum BundleWriter {
         func open(after: Int64) throws -> BundleSealer {
             let n = finished.count + 1
             guard n <= BundleLimits.maxParts else { throw BundleError(.malformed, "the bundle would need more than \(BundleLimits.maxParts) parts; give a larger --max-bytes") }
-            let header = BundleHeader(family: family.id, from: me, to: peer, key: kind, epoch: epoch, id: Hex.encode(try secureRandomBytes(16)), write: write, part: Int64(n))
+            let header = BundleHeader(family: family.id, from: me, to: peer, key: kind, epoch: epoch, id: try RandomName.make(), write: write, part: Int64(n))
             let s = try BundleSealer(path: partPath(n), header: header, held: held)
             try s.append(.hello, Array(BundleHead(device: me, role: family.role, clock: now, epoch: epoch, ack: state.recv, applied: state.applied,
                                                    changes: snapshot, wants: wants, token: token, base: start,
