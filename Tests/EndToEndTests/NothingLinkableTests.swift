@@ -18,6 +18,8 @@ import FamilySync
         let port: UInt16
         let hellos = Locked<[[UInt8]]>([])
         private let stopped = Locked(false)
+        /// Signalled once the accepting thread has closed the listener: only that thread touches it.
+        private let closed = DispatchSemaphore(value: 0)
 
         init(to target: UInt16) throws {
             listener = try TCPSocket.listen(on: HostPort(host: "127.0.0.1", port: 0))
@@ -31,6 +33,8 @@ import FamilySync
                     Thread.detachNewThread { [self] in pump(c, sv, keep: true) }
                     Thread.detachNewThread { [self] in pump(sv, c, keep: false) }
                 }
+                listener.close()
+                closed.signal()
             }
         }
 
@@ -38,7 +42,7 @@ import FamilySync
 
         func stop() {
             stopped.withLock { $0 = true }
-            listener.close()
+            closed.wait()
         }
 
         private func pump(_ from: TCPSocket, _ to: TCPSocket, keep: Bool) {
