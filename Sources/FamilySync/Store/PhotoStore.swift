@@ -3,8 +3,9 @@ import FoundationEssentials
 import Glibc
 
 /// Photos, content-addressed by SHA-256: their bytes in the pack beside the
-/// store, indexed by the photo file (PhotoFile.swift, PhotoPack.swift), and in the store which of them it
-/// holds, a row made only once the bytes are on disk.
+/// store, indexed by the photo file (PhotoPack.swift, PhotoFile.swift), and
+/// in the store which of them it holds, a row made only once the bytes are
+/// on disk.
 extension Store {
     /// The largest photo accepted, in bytes.
     public static let maxPhotoBytes = 64 << 20
