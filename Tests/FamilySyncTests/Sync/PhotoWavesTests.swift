@@ -180,15 +180,21 @@ import Testing
         #expect(a.digestHex() == hash)
     }
 
+    /// Waves on `s`, which holds one record naming a photo of `bytes`, that have asked for that photo; and its hash.
+    static func wavesAskingFor(_ bytes: [UInt8], in s: Store) throws -> (PhotoWaves, String) {
+        let h = Hex.encode(SHA256.hash(bytes))
+        _ = try s.applyRemote([try SyncStateTests.record("a", photos: [h])], now: Timestamp.current())
+        let w = PhotoWaves(store: s, waveTimeout: .seconds(30))
+        #expect(try w.nextWave(recordsComplete: true) == [h])
+        return (w, h)
+    }
+
     /// A received photo is kept only whole and matching its hash, written from its chunks.
     @Test func receivedPhotoIsKeptFromItsChunks() throws {
         let (s, dir) = try RT.store()
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let bytes = (0..<150_000).map { UInt8(truncatingIfNeeded: $0 &* 3) }
-        let h = Hex.encode(SHA256.hash(bytes))
-        _ = try s.applyRemote([try SyncStateTests.record("a", photos: [h])], now: Timestamp.current())
-        let w = PhotoWaves(store: s, waveTimeout: .seconds(30))
-        #expect(try w.nextWave(recordsComplete: true) == [h])
+        let (w, h) = try Self.wavesAskingFor(bytes, in: s)
         var at = 0
         while at < bytes.count {
             let n = min(SyncLimits.photoChunkBytes, bytes.count - at)
@@ -209,10 +215,7 @@ import Testing
         let (s, dir) = try RT.store()
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let bytes = (0..<5_000).map { UInt8(truncatingIfNeeded: $0 &* 7) }
-        let h = Hex.encode(SHA256.hash(bytes))
-        _ = try s.applyRemote([try SyncStateTests.record("a", photos: [h])], now: Timestamp.current())
-        let w = PhotoWaves(store: s, waveTimeout: .seconds(30))
-        #expect(try w.nextWave(recordsComplete: true) == [h])
+        let (w, h) = try Self.wavesAskingFor(bytes, in: s)
         #expect(throws: ProtocolError.self) { try w.handleData(Self.data(bytes, offset: 0, total: bytes.count), now: Timestamp.current()) }
         var first = Self.data(bytes, offset: 0, total: bytes.count)
         first.payload += bytes[0..<1_000]
@@ -220,12 +223,9 @@ import Testing
         #expect(throws: ProtocolError.self) { try w.handleData(Self.data(bytes, offset: 1_000, total: bytes.count), now: Timestamp.current()) }
         #expect(try !s.hasPhoto(h))
         // An empty photo is the one frame with no bytes.
-        let empty = Hex.encode(SHA256.hash([UInt8]()))
         let (t, dir2) = try RT.store()
         defer { try? FileManager.default.removeItem(atPath: dir2) }
-        _ = try t.applyRemote([try SyncStateTests.record("b", photos: [empty])], now: Timestamp.current())
-        let v = PhotoWaves(store: t, waveTimeout: .seconds(30))
-        #expect(try v.nextWave(recordsComplete: true) == [empty])
+        let (v, _) = try Self.wavesAskingFor([], in: t)
         #expect(try v.handleData(Self.data([], offset: 0, total: 0), now: Timestamp.current()) == nil)
         #expect(v.received == 1)
     }
@@ -236,10 +236,7 @@ import Testing
         let (s, dir) = try RT.store()
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let bytes = (0..<3_000).map { UInt8(truncatingIfNeeded: $0 &* 5) }
-        let h = Hex.encode(SHA256.hash(bytes))
-        _ = try s.applyRemote([try SyncStateTests.record("a", photos: [h])], now: Timestamp.current())
-        let w = PhotoWaves(store: s, waveTimeout: .seconds(30))
-        #expect(try w.nextWave(recordsComplete: true) == [h])
+        let (w, h) = try Self.wavesAskingFor(bytes, in: s)
         var answer = Self.data(bytes, offset: 0, total: bytes.count)
         answer.payload += bytes
         #expect(try w.handleData(answer, now: Timestamp.current()) == nil)
