@@ -1,5 +1,6 @@
 import Foundation
 @testable import FamilySync
+import Testing
 
 /// A star household whose sessions run in this process: real stores, real
 /// TLS over loopback, the real `SyncSession` on both ends, each device with a
@@ -288,6 +289,17 @@ final class InProcessHousehold {
     func rows(_ d: Device) throws -> Rows { try Self.rows(of: try store(d)) }
 
     func digest(_ d: Device) throws -> String { try store(d).recordStateDigest() }
+
+    /// Expects record `id` on every device to be the version whose line holds `value`
+    /// (`why`: which edit that is, and why it wins), and every store equal to the owner's.
+    func expectEveryStoreHolds(_ id: String, _ value: String, _ why: String,
+                               sourceLocation: SourceLocation = #_sourceLocation) throws {
+        for d in all {
+            let r = try #require(try rows(d)[id], sourceLocation: sourceLocation)
+            #expect(r.line.contains(value), "\(why) on \(d.path.suffix(9)): \(r.line)", sourceLocation: sourceLocation)
+            #expect(try digest(d) == digest(owner), sourceLocation: sourceLocation)
+        }
+    }
 
     /// Every row of the store at `path`, opened for this: id → (modifiedAt, deleted, deviceId, line).
     static func rows(_ path: String) throws -> Rows { try rows(of: try Store(path: path)) }
