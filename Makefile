@@ -15,8 +15,10 @@ ZSHDIR ?= $(PREFIX)/share/zsh/site-functions
 # instead of loading some thirty shared libraries first, and the machine needs
 # no Swift runtime. They look for libraries only where the system does (no
 # $ORIGIN run path) and bind every symbol at start (-z now, so the GOT can be
-# read-only). Installed, they are stripped of symbols and debug data.
-RELEASE_FLAGS := -c release --static-swift-stdlib --disable-local-rpath -Xlinker -z -Xlinker now
+# read-only). They export no symbols of their own (--no-export-dynamic: no
+# library looks them up, and the loader's table stays small). Installed, they
+# are stripped of symbols and debug data.
+RELEASE_FLAGS := -c release --static-swift-stdlib --disable-local-rpath -Xlinker -z -Xlinker now -Xlinker --no-export-dynamic
 STRIP ?= strip
 VERSION := $(shell sed -n 's/.*static let version = "\(.*\)"/\1/p' Sources/FamilySync/Support/Version.swift)
 DEB := .build/deb/family-sync_$(VERSION)_amd64.deb
@@ -48,7 +50,11 @@ bench-deps: test-deps
 	@bench/.venv/bin/pip install -q -r packages/pip-bench.txt
 
 # scripts/swift-build.sh fails on a warning in the project's own files.
+# family-sync links libstdc++ statically (Package.swift): its archive, alone in a
+# folder the release link searches first.
 build: deps
+	@a=$$(c++ -print-file-name=libstdc++.a); test -f "$$a" || { echo "make: no libstdc++.a (Debian's libstdc++-12-dev)" >&2; exit 1; }; \
+	    mkdir -p .build/static-libstdc++ && ln -sfn "$$a" .build/static-libstdc++/libstdc++.a
 	@SWIFT=$(SWIFT) bash scripts/swift-build.sh $(RELEASE_FLAGS)
 
 demo: stage

@@ -33,8 +33,9 @@ let package = Package(
             dependencies: ["COpenSSL", "CSQLite", "SystemGlue"]
         ),
         // glibc calls Swift's Glibc module does not bring: direct I/O and punching
-        // holes for the photo pack, malloc's arena limit. Kept -Wall -Wextra clean (`make c-warnings`).
-        .target(name: "SystemGlue"),
+        // holes for the photo pack, malloc's arena limit; and OpenSSL's first
+        // initialisation, before main. Kept -Wall -Wextra clean (`make c-warnings`).
+        .target(name: "SystemGlue", dependencies: ["COpenSSL"]),
         // The core's image half: reading PNG/JPEG/PNM, drawing and decoding QR codes. Its own
         // target so only pair-qr and pair-scan load libzbar (and with it X11, dbus, v4l), libZXing,
         // libqrencode, libpng and libjpeg; the other tools start faster without them.
@@ -52,7 +53,17 @@ let package = Package(
         // One entry point per parser of outside bytes, shared by libFuzzer (Fuzzing/) and the replay tests.
         .target(name: "FamilySyncFuzz", dependencies: ["FamilySync", "FamilySyncImaging", "FamilySyncCLI"]),
 
-        .executableTarget(name: "family-sync", dependencies: ["FamilySync", "FamilySyncCLI"]),
+        // Released, family-sync carries the parts of libstdc++ and libgcc's unwinder
+        // that the Swift runtime uses instead of loading and binding the 2 MB shared
+        // library at every start (a third of jws-verify's start-up; measured in
+        // bench/10). `make` puts libstdc++.a alone in .build/static-libstdc++, which
+        // is searched before the compiler's own folder. family-sync-qr keeps the
+        // shared library: libZXing loads it anyway, and one process should not
+        // carry two.
+        .executableTarget(name: "family-sync", dependencies: ["FamilySync", "FamilySyncCLI"],
+                          linkerSettings: [.unsafeFlags(["-L\(Context.packageDirectory)/.build/static-libstdc++",
+                                                         "-Xclang-linker", "-static-libgcc"],
+                                                        .when(configuration: .release))]),
         .executableTarget(name: "family-sync-qr", dependencies: ["FamilySync", "FamilySyncImaging", "FamilySyncCLI"]),
 
         .testTarget(name: "FamilySyncTests", dependencies: ["FamilySync", "FamilySyncImaging", "FamilySyncCLI", "FamilySyncFuzz"],

@@ -129,7 +129,6 @@ public final class ToolContext {
 public enum Tool {
     public static func main(_ spec: CommandSpec, arguments: [String] = Array(CommandLine.arguments.dropFirst()),
                             _ body: (ToolContext) throws -> ExitStatus) -> Never {
-        OpenSSLLifetime.keepUntilExit()
         // One malloc arena: a tool runs a thread or two at a time (a session
         // and its photo writer), and a second arena is memory each keeps for
         // itself (measured: half a megabyte of a join's peak).

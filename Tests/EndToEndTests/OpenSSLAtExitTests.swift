@@ -3,7 +3,7 @@ import Testing
 import FamilySync
 
 /// No tool lets libcrypto free OpenSSL's state from an exit handler
-/// (`OpenSSLLifetime`): a thread of the tool still ending after that cleanup
+/// (SystemGlue's openssl_lifetime.c): a thread of the tool still ending after that cleanup
 /// leaks its error queue, which LeakSanitizer reports (serve, stopped by
 /// SIGTERM, did so on a loaded machine), and one still using OpenSSL would
 /// use freed state. Whether a process registers the handler is watched

@@ -1,4 +1,5 @@
 import COpenSSL
+import SystemGlue
 
 /// A failed OpenSSL call: the call's name and the whole error queue, drained
 /// so a later call does not report a stale error.
@@ -19,6 +20,7 @@ public struct OpenSSLError: Error, CustomStringConvertible, Sendable {
     @discardableResult
     public static func drain() -> [String] {
         var out: [String] = []
+        if ERR_peek_error() != 0 { fs_openssl_error_texts() }
         while true {
             let code = ERR_get_error()
             if code == 0 { break }

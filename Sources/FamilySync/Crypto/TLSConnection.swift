@@ -1,4 +1,5 @@
 import COpenSSL
+import SystemGlue
 import FoundationEssentials
 import Glibc
 
@@ -14,6 +15,7 @@ public struct TLSError: Error, CustomStringConvertible, Sendable {
         self.kind = kind
         self.context = context
         var reasons: [Int32] = [], messages: [String] = []
+        if ERR_peek_error() != 0 { fs_openssl_error_texts() }
         while true {
             let code = ERR_get_error()
             if code == 0 { break }

@@ -5,7 +5,8 @@
    with _GNU_SOURCE, which a Swift module cannot set for the C library it
    imports (direct I/O, which moves a buffer to the disk without copying it
    into the page cache; punching a hole, which gives a file's unused range
-   back to the file system), and malloc's tuning, in <malloc.h>. */
+   back to the file system), and malloc's tuning, in <malloc.h>. And
+   OpenSSL's set-up before main (openssl_lifetime.c). */
 
 /* Opens `path` for writing with O_DIRECT (and O_NOFOLLOW, O_CLOEXEC), never
    creating it. Returns the descriptor, or -1 with errno set (EINVAL where
@@ -20,5 +21,9 @@ int fs_punch_hole(int fd, long long offset, long long length);
 /* Limits malloc to one arena for the whole process: the tools run a thread or
    two at a time, and each further arena is memory its thread keeps. */
 void fs_one_malloc_arena(void);
+
+/* Loads OpenSSL's error texts, once, for a caller about to put an error into
+   words: the process starts without them (openssl_lifetime.c). */
+void fs_openssl_error_texts(void);
 
 #endif
