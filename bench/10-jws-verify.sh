@@ -30,8 +30,6 @@ yes "$token" | head -n "$tokens" > "$work/batch.jws" || true
 "$tool" "${args[@]}" "$work/batch.jws" > "$work/verdicts"
 [ "$(wc -l < "$work/verdicts")" -eq "$tokens" ] || { echo "jws-verify wrote $(wc -l < "$work/verdicts") verdicts for $tokens tokens"; exit 1; }
 
-now() { echo "$EPOCHREALTIME"; }  # for the loop fallback without hyperfine
-elapsed() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.6f", b - a }'; }
 max() { awk -v a="$1" -v b="$2" 'BEGIN { print (a > b ? a : b) }'; }
 
 # `openssl speed` counts user CPU time, so the batch is timed the same way
@@ -90,21 +88,28 @@ openssl dgst -sha256 -verify "$work/leaf.pub" -signature "$work/sig.der" "$work/
 one=("$tool" "${args[@]}" "$vectors/transactionInfo.jws")
 anchor=(openssl dgst -sha256 -verify "$work/leaf.pub" -signature "$work/sig.der" "$work/message")
 floor=(openssl version)
-if command -v hyperfine > /dev/null; then
-    hyperfine -N --warmup 5 --runs 100 --export-json "$work/latency.json" "${one[*]}" "${anchor[*]}" "${floor[*]}" > /dev/null 2>&1
-    read -r ours_ms ours_min anchor_ms floor_ms <<< "$("$py" -c '
-import json, sys
-r = json.load(open(sys.argv[1]))["results"]
-print("%.2f %.2f %.2f %.2f" % (r[0]["median"] * 1e3, r[0]["min"] * 1e3, r[1]["median"] * 1e3, r[2]["median"] * 1e3))' "$work/latency.json")"
-else
-    runs=50
-    t0=$(now); for _ in $(seq "$runs"); do "${one[@]}" > /dev/null; done; t1=$(now)
-    ours_ms=$(awk -v s="$(elapsed "$t0" "$t1")" -v n="$runs" 'BEGIN { printf "%.2f", s / n * 1e3 }'); ours_min="-"
-    t0=$(now); for _ in $(seq "$runs"); do "${anchor[@]}" > /dev/null; done; t1=$(now)
-    anchor_ms=$(awk -v s="$(elapsed "$t0" "$t1")" -v n="$runs" 'BEGIN { printf "%.2f", s / n * 1e3 }')
-    t0=$(now); for _ in $(seq "$runs"); do "${floor[@]}" > /dev/null; done; t1=$(now)
-    floor_ms=$(awk -v s="$(elapsed "$t0" "$t1")" -v n="$runs" 'BEGIN { printf "%.2f", s / n * 1e3 }')
-fi
+# The three commands take turns, one run each, so a spell of load on the
+# machine (a neighbour, a flush) falls on all three alike rather than on
+# whichever was timed in a block of its own. Each run is spawned and waited
+# for the same way; medians of 300 rounds after 10 to warm up.
+printf '%s\0' "${one[@]}" > "$work/one"; printf '%s\0' "${anchor[@]}" > "$work/anchor"; printf '%s\0' "${floor[@]}" > "$work/floor"
+read -r ours_ms ours_min anchor_ms floor_ms <<< "$("$py" - "$work" <<'EOF2'
+import os, statistics, sys, time
+work = sys.argv[1]
+def argv(name): return open(os.path.join(work, name)).read().split("\0")[:-1]
+cmds = [argv("one"), argv("anchor"), argv("floor")]
+null = os.open(os.devnull, os.O_WRONLY)
+times = [[] for _ in cmds]
+for round in range(310):
+    for c, t in zip(cmds, times):
+        t0 = time.perf_counter_ns()
+        pid = os.posix_spawnp(c[0], c, os.environ, file_actions=[(os.POSIX_SPAWN_DUP2, null, 1)])
+        _, status = os.waitpid(pid, 0)
+        if status != 0: sys.exit("%s exited with status %d" % (c[0], status))
+        if round >= 10: t.append((time.perf_counter_ns() - t0) / 1e6)
+print("%.2f %.2f %.2f %.2f" % (statistics.median(times[0]), min(times[0]), statistics.median(times[1]), statistics.median(times[2])))
+EOF2
+)"
 
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
 printf 'jws-verify batch (%d tokens, best of %d)   %10.0f tokens/s of CPU time (%.0f/s wall-clock)\n' "$tokens" "$trials" "$best_ours" "$best_wall"

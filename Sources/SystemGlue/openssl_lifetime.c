@@ -19,16 +19,20 @@
 
    Only OpenSSL's first initialisation decides, so it is done here, before
    main, in every program that links the library: the tools, the tests, the
-   fuzz targets. The same call leaves out two tables OpenSSL would otherwise
-   build on first use, together a sixth of a jws-verify run:
+   fuzz targets. The same call leaves out what OpenSSL would otherwise read
+   or build on first use, together a fifth of a jws-verify run:
+   - the system's configuration (openssl.cnf, or the file OPENSSL_CONF
+     names): the protocol's algorithms are fixed, a configuration could only
+     narrow or break them, and a tool's verdict does not depend on the
+     machine it runs on (nor loads a module a variable points to);
    - the legacy names of some 270 ciphers: AES-GCM and TLS's ciphers are
      fetched from the provider, which knows its own names (digest names stay:
      certificate signatures are checked through them);
    - the texts of some 3,000 error reasons, loaded instead the first time an
      error is put into words (fs_openssl_error_texts). */
 __attribute__((constructor)) static void fs_keep_openssl_until_exit(void) {
-    (void)OPENSSL_init_crypto(OPENSSL_INIT_NO_ATEXIT | OPENSSL_INIT_NO_ADD_ALL_CIPHERS
-                              | OPENSSL_INIT_NO_LOAD_CRYPTO_STRINGS, NULL);
+    (void)OPENSSL_init_crypto(OPENSSL_INIT_NO_ATEXIT | OPENSSL_INIT_NO_LOAD_CONFIG
+                              | OPENSSL_INIT_NO_ADD_ALL_CIPHERS | OPENSSL_INIT_NO_LOAD_CRYPTO_STRINGS, NULL);
 }
 
 static void load_error_texts(void) {

@@ -120,6 +120,26 @@ final class OpenSSLPKI: @unchecked Sendable {
         #expect(d.status == 0 && d.out == r.out)
     }
 
+    /// The tools do not read the system's OpenSSL configuration: one that
+    /// asks for every algorithm from a FIPS provider, which this machine does
+    /// not have, stops `openssl dgst` (the control) but not a proof's check.
+    @Test func theSystemsOpenSSLConfigurationIsNotRead() throws {
+        let conf = pki.dir.write("fips-only.cnf", """
+            openssl_conf = openssl_init
+            [openssl_init]
+            alg_section = evp_properties
+            [evp_properties]
+            default_properties = fips=yes
+
+            """)
+        let control = try Tools.run("/usr/bin/openssl", ["dgst", "-sha256", conf], env: ["OPENSSL_CONF": conf])
+        #expect(control.status != 0, "openssl read the configuration and could not fetch SHA-256: \(control.out)")
+        let t = try pki.token(payload: pki.transaction().json)
+        let r = try Tools.run("jws-verify", base + ["--now", now.rfc3339], input: t + "\n", env: ["OPENSSL_CONF": conf])
+        #expect(r.status == 0, "\(r.err)")
+        #expect(try json(r.lines.first ?? "")["valid"] == .bool(true), "\(r.out)")
+    }
+
     @Test func batchAnswersEveryLineInOrder() throws {
         let good = try pki.token(payload: pki.transaction().json)
         var parts = good.split(separator: ".").map(String.init)
