@@ -53,7 +53,7 @@ bench-deps: test-deps
 # family-sync links libstdc++ statically (Package.swift): its archive, alone in a
 # folder the release link searches first.
 build: deps
-	@a=$$(c++ -print-file-name=libstdc++.a); test -f "$$a" || { echo "make: no libstdc++.a (Debian's libstdc++-12-dev)" >&2; exit 1; }; \
+	@a=$$($${CXX:-c++} -print-file-name=libstdc++.a); test -f "$$a" || { echo "make: no libstdc++.a (Debian's libstdc++-12-dev)" >&2; exit 1; }; \
 	    mkdir -p .build/static-libstdc++ && ln -sfn "$$a" .build/static-libstdc++/libstdc++.a
 	@SWIFT=$(SWIFT) bash scripts/swift-build.sh $(RELEASE_FLAGS)
 
