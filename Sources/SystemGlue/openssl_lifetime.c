@@ -33,6 +33,13 @@
 __attribute__((constructor)) static void fs_keep_openssl_until_exit(void) {
     (void)OPENSSL_init_crypto(OPENSSL_INIT_NO_ATEXIT | OPENSSL_INIT_NO_LOAD_CONFIG
                               | OPENSSL_INIT_NO_ADD_ALL_CIPHERS | OPENSSL_INIT_NO_LOAD_CRYPTO_STRINGS, NULL);
+    /* The error queue's thread key, made now, right after the key whose
+       destructor frees a thread's OpenSSL state when the thread ends. Made
+       later, it could take a lower slot that another library freed in the
+       meantime; glibc empties lower slots first, so that destructor would
+       find no queue and the queue (904 bytes) would be lost with every
+       thread that ends. */
+    ERR_clear_error();
 }
 
 static void load_error_texts(void) {
