@@ -33,8 +33,8 @@ let package = Package(
             dependencies: ["COpenSSL", "CSQLite", "SystemGlue"]
         ),
         // glibc calls Swift's Glibc module does not bring: direct I/O and punching
-        // holes for the photo pack, malloc's arena limit; and OpenSSL's first
-        // initialisation, before main. Kept -Wall -Wextra clean (`make c-warnings`).
+        // holes for the photo pack, malloc's arena limit; and the tools' first
+        // initialisation of OpenSSL. Kept -Wall -Wextra clean (`make c-warnings`).
         .target(name: "SystemGlue", dependencies: ["COpenSSL"]),
         // The core's image half: reading PNG/JPEG/PNM, drawing and decoding QR codes. Its own
         // target so only pair-qr and pair-scan load libzbar (and with it X11, dbus, v4l), libZXing,

@@ -129,6 +129,7 @@ public final class ToolContext {
 public enum Tool {
     public static func main(_ spec: CommandSpec, arguments: [String] = Array(CommandLine.arguments.dropFirst()),
                             _ body: (ToolContext) throws -> ExitStatus) -> Never {
+        fs_openssl_set_up()
         // One malloc arena: a tool runs a thread or two at a time (a session
         // and its photo writer), and a second arena is memory each keeps for
         // itself (measured: half a megabyte of a join's peak).

@@ -17,9 +17,8 @@
    reports), and one still in a handshake would use freed state. The end of
    the process frees it all anyway.
 
-   Only OpenSSL's first initialisation decides, so it is done here, before
-   main, in every program that links the library: the tools, the tests, the
-   fuzz targets. The same call leaves out what OpenSSL would otherwise read
+   Only OpenSSL's first initialisation decides, so every tool calls this
+   first thing (Tool.main). The same call leaves out what OpenSSL would otherwise read
    or build on first use, together a fifth of a jws-verify run:
    - the system's configuration (openssl.cnf, or the file OPENSSL_CONF
      names): the protocol's algorithms are fixed, a configuration could only
@@ -30,7 +29,7 @@
      certificate signatures are checked through them);
    - the texts of some 3,000 error reasons, loaded instead the first time an
      error is put into words (fs_openssl_error_texts). */
-__attribute__((constructor)) static void fs_keep_openssl_until_exit(void) {
+void fs_openssl_set_up(void) {
     (void)OPENSSL_init_crypto(OPENSSL_INIT_NO_ATEXIT | OPENSSL_INIT_NO_LOAD_CONFIG
                               | OPENSSL_INIT_NO_ADD_ALL_CIPHERS | OPENSSL_INIT_NO_LOAD_CRYPTO_STRINGS, NULL);
     /* The error queue's thread key, made now, right after the key whose

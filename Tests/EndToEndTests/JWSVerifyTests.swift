@@ -140,6 +140,16 @@ final class OpenSSLPKI: @unchecked Sendable {
         #expect(try json(r.lines.first ?? "")["valid"] == .bool(true), "\(r.out)")
     }
 
+    /// A tool starts without OpenSSL's error texts and loads them when an
+    /// error is put into words: the library and the reason, not "lib(6)".
+    @Test func anOpenSSLErrorIsPutIntoWords() throws {
+        let bad = pki.dir.write("not-a-root.der", "0\u{03}abc")
+        let r = try Tools.run("jws-verify", ["--root", bad, "--bundle-id", "com.example.family"], input: "x\n")
+        #expect(r.status != 0)
+        #expect(r.err.contains("asn1 encoding routines") && r.err.contains("too long"), "\(r.err)")
+        #expect(!r.err.contains("lib(") && !r.err.contains("reason("), "\(r.err)")
+    }
+
     @Test func batchAnswersEveryLineInOrder() throws {
         let good = try pki.token(payload: pki.transaction().json)
         var parts = good.split(separator: ".").map(String.init)

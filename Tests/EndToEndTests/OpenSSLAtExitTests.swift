@@ -70,6 +70,7 @@ import FamilySync
     __attribute__((constructor)) static void bare(void) { OPENSSL_init_crypto(OPENSSL_INIT_NO_ATEXIT, NULL); }
     #else
     #include SETUP
+    __attribute__((constructor)) static void ours(void) { fs_openssl_set_up(); }
     #endif
     #include <openssl/err.h>
     #include <pthread.h>

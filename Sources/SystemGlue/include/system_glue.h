@@ -6,7 +6,7 @@
    imports (direct I/O, which moves a buffer to the disk without copying it
    into the page cache; punching a hole, which gives a file's unused range
    back to the file system), and malloc's tuning, in <malloc.h>. And
-   OpenSSL's set-up before main (openssl_lifetime.c). */
+   OpenSSL's set-up for the tools (openssl_lifetime.c). */
 
 /* Opens `path` for writing with O_DIRECT (and O_NOFOLLOW, O_CLOEXEC), never
    creating it. Returns the descriptor, or -1 with errno set (EINVAL where
@@ -22,8 +22,12 @@ int fs_punch_hole(int fd, long long offset, long long length);
    two at a time, and each further arena is memory its thread keeps. */
 void fs_one_malloc_arena(void);
 
+/* OpenSSL's first initialisation, for a tool to call before any other use of
+   OpenSSL (openssl_lifetime.c says what it turns on and off). */
+void fs_openssl_set_up(void);
+
 /* Loads OpenSSL's error texts, once, for a caller about to put an error into
-   words: the process starts without them (openssl_lifetime.c). */
+   words: a tool starts without them (openssl_lifetime.c). */
 void fs_openssl_error_texts(void);
 
 #endif
