@@ -62,8 +62,9 @@ import FamilySync
 
     /// A program in which a thread key made before OpenSSL's set-up is
     /// deleted after it, and three threads then use the error queue and end.
-    /// `SETUP` is either the project's openssl_lifetime.c or a bare
-    /// initialisation with the same options but no early error key.
+    /// It is built with the project's set-up (SETUP, openssl_lifetime.c) or,
+    /// as the control, with a bare one that keeps the state until exit but
+    /// makes no early error key (BARE).
     static let threadEndSource = """
     #ifdef BARE
     #include <openssl/crypto.h>
@@ -86,8 +87,7 @@ import FamilySync
 
     /// A thread that ends frees its OpenSSL error queue even when another
     /// library freed a thread key between OpenSSL's set-up and the queue's
-    /// first use (LeakSanitizer saw the test process lose one queue so). The
-    /// bare set-up, the control, loses one queue per thread.
+    /// first use. The bare set-up, the control, loses one queue per thread.
     @Test func aThreadThatEndsFreesItsErrorQueueWhateverKeysWereFreedBefore() throws {
         let dir = TempDir()
         let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
