@@ -55,7 +55,8 @@ let package = Package(
 
         // Released, family-sync carries the parts of libstdc++ and libgcc's unwinder
         // that the Swift runtime uses instead of loading and binding the 2 MB shared
-        // library at every start (measured: about a quarter of jws-verify's start-up). `make` puts libstdc++.a alone in .build/static-libstdc++, which
+        // library at every start (measured: about a quarter of jws-verify's
+        // start-up). `make` puts libstdc++.a alone in .build/static-libstdc++, which
         // is searched before the compiler's own folder. family-sync-qr keeps the
         // shared library: libZXing loads it anyway, and one process should not
         // carry two.

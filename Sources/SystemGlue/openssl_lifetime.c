@@ -11,10 +11,10 @@
    frees it from an exit handler while the process's other threads may still
    be ending or working: serve's responder signals that it has stopped a
    moment before its thread ends, a handshake thread may be mid-handshake at
-   SIGTERM, a browse that lost the race is still finishing. A thread that ends after that cleanup
-   loses its OpenSSL error queue unfreed (904 bytes that LeakSanitizer
-   reports), and one still in a handshake would use freed state. The end of
-   the process frees it all anyway.
+   SIGTERM, a browse that lost the race is still finishing. A thread that
+   ends after that cleanup loses its OpenSSL error queue unfreed (904 bytes
+   that LeakSanitizer reports), and one still in a handshake would use freed
+   state. The end of the process frees it all anyway.
 
    Only OpenSSL's first initialisation decides, so every tool calls this
    first thing (Tool.main). The same call leaves out what OpenSSL would

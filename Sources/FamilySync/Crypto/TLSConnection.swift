@@ -1,5 +1,4 @@
 import COpenSSL
-import SystemGlue
 import FoundationEssentials
 import Glibc
 
@@ -14,16 +13,9 @@ public struct TLSError: Error, CustomStringConvertible, Sendable {
     init(_ kind: Kind, _ context: String) {
         self.kind = kind
         self.context = context
-        var reasons: [Int32] = [], messages: [String] = []
-        if ERR_peek_error() != 0 { fs_openssl_error_texts() }
-        while true {
-            let code = ERR_get_error()
-            if code == 0 { break }
-            reasons.append(ERR_GET_REASON(code))
-            var buf = [CChar](repeating: 0, count: 256)
-            ERR_error_string_n(code, &buf, buf.count)
-            messages.append(String(decoding: buf.prefix(while: { $0 != 0 }).map { UInt8(bitPattern: $0) }, as: UTF8.self))
-        }
+        let queue = OpenSSLError.drainEntries()
+        let reasons = queue.map { ERR_GET_REASON($0.code) }
+        var messages = queue.map(\.text)
         if reasons.isEmpty, errno != 0, kind != .timeout {
             messages.append(String(cString: strerror(errno)))
         }
